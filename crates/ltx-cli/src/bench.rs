@@ -1,0 +1,17 @@
+//! `ltx bench …`: benchmarks that print one JSON object per line.
+
+use clap::Subcommand;
+
+/// The benchmarks `ltx bench` can run.
+#[derive(Debug, Subcommand)]
+pub(crate) enum BenchCommand {
+    /// GF(2^8) region kernels, encoder and decoder throughput.
+    Coding,
+}
+
+/// Runs one benchmark.
+pub(crate) fn run(command: BenchCommand) -> anyhow::Result<()> {
+    match command {
+        BenchCommand::Coding => Ok(()),
+    }
+}
