@@ -1,0 +1,1 @@
+//! The progressive sliding-window decoder.

@@ -1,0 +1,1 @@
+//! The sliding-window systematic encoder.
