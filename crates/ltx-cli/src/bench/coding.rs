@@ -82,10 +82,7 @@ struct Printer {
 impl Printer {
     fn header(&self) {
         if !self.json {
-            println!(
-                "{:<28} {:>9} {:>10}   {}",
-                "name", "bytes", "GB/s", "(min … max)"
-            );
+            println!("{:<28} {:>9} {:>10}   (min … max)", "name", "bytes", "GB/s");
         }
     }
 
@@ -135,10 +132,22 @@ pub(crate) fn run(args: &CodingArgs) -> anyhow::Result<()> {
         printer.row(&row);
         rows.push(row);
     };
+    measure_kernels(budget, &mut rng, &kernels, best, &mut record);
+    print_summary(&printer, &rows, best.kind());
+    Ok(())
+}
 
+/// Region kernels at each size, with the memory baseline and the peers.
+fn measure_kernels(
+    budget: Budget,
+    rng: &mut SmallRng,
+    kernels: &[Kernel],
+    best: Kernel,
+    record: &mut impl FnMut(Row),
+) {
     for &size in &REGION_SIZES {
-        let src = random_bytes(&mut rng, size);
-        let mut dst = random_bytes(&mut rng, size);
+        let src = random_bytes(rng, size);
+        let mut dst = random_bytes(rng, size);
         let c = rng.random_range(2..=255u8);
 
         let t = throughput(budget, size, || {
@@ -148,7 +157,7 @@ pub(crate) fn run(args: &CodingArgs) -> anyhow::Result<()> {
         row.extra.insert("kernel".into(), json!(best.kind().name()));
         record(row);
 
-        for &kernel in &kernels {
+        for &kernel in kernels {
             let t = throughput(budget, size, || {
                 kernel.mul_add(black_box(&mut dst), black_box(&src), black_box(c))
             });
@@ -181,7 +190,7 @@ pub(crate) fn run(args: &CodingArgs) -> anyhow::Result<()> {
     {
         const SOURCES: usize = 8;
         let size = 64 * 1024;
-        let sources: Vec<Vec<u8>> = (0..SOURCES).map(|_| random_bytes(&mut rng, size)).collect();
+        let sources: Vec<Vec<u8>> = (0..SOURCES).map(|_| random_bytes(rng, size)).collect();
         let slices: Vec<&[u8]> = sources.iter().map(Vec::as_slice).collect();
         let coefficients: Vec<u8> = (0..SOURCES).map(|_| rng.random_range(2..=255u8)).collect();
         let mut dst = vec![0u8; size];
@@ -194,10 +203,6 @@ pub(crate) fn run(args: &CodingArgs) -> anyhow::Result<()> {
         row.extra.insert("kernel".into(), json!(best.kind().name()));
         record(row);
     }
-
-    drop(record);
-    print_summary(&printer, &rows, best.kind());
-    Ok(())
 }
 
 /// The ratios the targets are stated in, from figures of this run.
