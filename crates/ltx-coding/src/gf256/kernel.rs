@@ -6,6 +6,9 @@ use std::sync::OnceLock;
 
 use super::{scalar, KERNEL_ENV};
 
+#[cfg(target_arch = "x86_64")]
+use super::{avx2, gfni, ssse3};
+
 /// The instruction sets a region kernel can be built on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KernelKind {
@@ -17,17 +20,14 @@ pub enum KernelKind {
     Avx2,
     /// 256-bit `gf2p8affineqb`.
     Gfni256,
-    /// 512-bit `gf2p8affineqb` (needs AVX-512BW).
+    /// 512-bit `gf2p8affineqb` (needs AVX-512F and AVX-512BW).
     Gfni512,
-    /// aarch64 128-bit table lookups (`tbl`).
-    Neon,
 }
 
 impl KernelKind {
     /// Every kind, slowest first.
-    pub const ALL: [KernelKind; 6] = [
+    pub const ALL: [KernelKind; 5] = [
         KernelKind::Scalar,
-        KernelKind::Neon,
         KernelKind::Ssse3,
         KernelKind::Avx2,
         KernelKind::Gfni256,
@@ -42,13 +42,52 @@ impl KernelKind {
             KernelKind::Avx2 => "avx2",
             KernelKind::Gfni256 => "gfni256",
             KernelKind::Gfni512 => "gfni512",
-            KernelKind::Neon => "neon",
         }
     }
 
     /// Whether this CPU can run the kind (and this build contains it).
+    ///
+    /// The CPU is asked once per process; after that this is a load and a
+    /// bit test.
     pub fn is_available(self) -> bool {
-        matches!(self, KernelKind::Scalar)
+        static AVAILABLE: OnceLock<u8> = OnceLock::new();
+        let mask = AVAILABLE.get_or_init(|| {
+            KernelKind::ALL
+                .into_iter()
+                .filter(|kind| kind.cpu_supports())
+                .fold(0, |mask, kind| mask | kind.bit())
+        });
+        mask & self.bit() != 0
+    }
+
+    /// This kind's bit in the cached availability mask.
+    fn bit(self) -> u8 {
+        1 << self as u8
+    }
+
+    /// Asks the CPU (and the operating system, which must save the wide
+    /// registers) whether the kind's instructions can run.
+    #[cfg(target_arch = "x86_64")]
+    fn cpu_supports(self) -> bool {
+        match self {
+            KernelKind::Scalar => true,
+            KernelKind::Ssse3 => is_x86_feature_detected!("ssse3"),
+            KernelKind::Avx2 => is_x86_feature_detected!("avx2"),
+            KernelKind::Gfni256 => {
+                is_x86_feature_detected!("gfni") && is_x86_feature_detected!("avx2")
+            }
+            KernelKind::Gfni512 => {
+                is_x86_feature_detected!("gfni")
+                    && is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx512bw")
+            }
+        }
+    }
+
+    /// Only the scalar kernel is built for other architectures.
+    #[cfg(not(target_arch = "x86_64"))]
+    fn cpu_supports(self) -> bool {
+        self == KernelKind::Scalar
     }
 }
 
@@ -60,7 +99,7 @@ impl fmt::Display for KernelKind {
 
 /// A kernel name that is not one of [`KernelKind::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown GF(2^8) kernel {0:?} (expected scalar, ssse3, avx2, gfni256, gfni512 or neon)")]
+#[error("unknown GF(2^8) kernel {0:?} (expected scalar, ssse3, avx2, gfni256 or gfni512)")]
 pub struct UnknownKernel(String);
 
 impl FromStr for KernelKind {
@@ -78,6 +117,43 @@ impl FromStr for KernelKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("GF(2^8) kernel {0} is not supported by this CPU or build")]
 pub struct KernelUnavailable(pub KernelKind);
+
+/// Calls the region function `$op` of the kernel of kind `$kind`: the
+/// function of that name in the kind's module.
+///
+/// Every caller has checked the regions' lengths first, as the SIMD functions
+/// require.
+macro_rules! dispatch {
+    ($kind:expr, $op:ident($($arg:expr),*)) => {
+        match $kind {
+            KernelKind::Scalar => scalar::$op($($arg),*),
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Ssse3 => {
+                // SAFETY: a `Kernel` of this kind is only made after the CPU
+                // reported SSSE3; the caller has checked the lengths.
+                unsafe { ssse3::$op($($arg),*) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Avx2 => {
+                // SAFETY: as above, for AVX2.
+                unsafe { avx2::$op($($arg),*) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Gfni256 => {
+                // SAFETY: as above, for GFNI and AVX2.
+                unsafe { gfni::ymm::$op($($arg),*) }
+            }
+            #[cfg(target_arch = "x86_64")]
+            KernelKind::Gfni512 => {
+                // SAFETY: as above, for GFNI, AVX-512F and AVX-512BW.
+                unsafe { gfni::zmm::$op($($arg),*) }
+            }
+            // Elsewhere no `Kernel` of another kind is ever made.
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => scalar::$op($($arg),*),
+        }
+    };
+}
 
 /// A region kernel that this CPU is known to support.
 ///
@@ -133,42 +209,71 @@ impl Kernel {
     /// If the two regions differ in length.
     pub fn xor(self, dst: &mut [u8], src: &[u8]) {
         assert_eq!(dst.len(), src.len(), "region lengths differ");
-        scalar::xor(dst, src);
+        dispatch!(self.kind, xor(dst, src));
     }
 
-    /// `dst = c·src`, byte by byte.
+    /// `dst = c·src`, byte by byte. With `c = 0` this zeroes `dst`, with
+    /// `c = 1` it copies `src`.
     ///
     /// # Panics
     /// If the two regions differ in length.
     pub fn mul(self, dst: &mut [u8], src: &[u8], c: u8) {
         assert_eq!(dst.len(), src.len(), "region lengths differ");
-        scalar::mul_region(dst, src, c);
+        dispatch!(self.kind, mul(dst, src, c));
     }
 
-    /// `dst ^= c·src`, byte by byte (multiply-add).
+    /// `dst ^= c·src`, byte by byte (multiply-add). With `c = 0` this does
+    /// nothing, with `c = 1` it is [`xor`](Kernel::xor).
     ///
     /// # Panics
     /// If the two regions differ in length.
     pub fn mul_add(self, dst: &mut [u8], src: &[u8], c: u8) {
         assert_eq!(dst.len(), src.len(), "region lengths differ");
-        scalar::mul_add(dst, src, c);
+        dispatch!(self.kind, mul_add(dst, src, c));
     }
 
-    /// `dst = Σ cᵢ·srcᵢ`, reading each source once and writing `dst` once
-    /// per cache-sized chunk rather than once per source.
+    /// `dst = Σ cᵢ·srcᵢ` over `sources` and `coefficients` taken in pairs,
+    /// overwriting `dst`; with no sources, `dst` is zeroed.
+    ///
+    /// The SIMD kernels walk `dst` a few registers at a time and gather every
+    /// source's product for that block in registers, so each source byte is
+    /// read once and each `dst` byte written once, instead of `dst` going
+    /// through memory once per source. Sources with coefficient 0 are not
+    /// read; those with coefficient 1 are added without a multiply.
     ///
     /// # Panics
     /// If `sources` and `coefficients` differ in number, or a source differs
     /// in length from `dst`.
     pub fn dot_product(self, dst: &mut [u8], sources: &[&[u8]], coefficients: &[u8]) {
-        assert_eq!(sources.len(), coefficients.len(), "one coefficient per source");
-        for source in sources {
-            assert_eq!(source.len(), dst.len(), "region lengths differ");
-        }
-        dst.fill(0);
-        for (source, &c) in sources.iter().zip(coefficients) {
-            scalar::mul_add(dst, source, c);
-        }
+        check_dot_product(dst, sources, coefficients);
+        dispatch!(self.kind, dot_product(dst, sources, coefficients, false));
+    }
+
+    /// `dst ^= Σ cᵢ·srcᵢ`: [`dot_product`](Kernel::dot_product) added to what
+    /// `dst` holds rather than overwriting it, at the same cost.
+    ///
+    /// This is the step of elimination a decoder repeats: subtracting (in
+    /// GF(2^8), adding) the known symbols' contributions from a repair symbol
+    /// in one pass over it.
+    ///
+    /// # Panics
+    /// As for [`dot_product`](Kernel::dot_product).
+    pub fn dot_product_add(self, dst: &mut [u8], sources: &[&[u8]], coefficients: &[u8]) {
+        check_dot_product(dst, sources, coefficients);
+        dispatch!(self.kind, dot_product(dst, sources, coefficients, true));
+    }
+}
+
+/// The shape checks of [`Kernel::dot_product`], on which the SIMD kernels'
+/// memory safety rests.
+fn check_dot_product(dst: &[u8], sources: &[&[u8]], coefficients: &[u8]) {
+    assert_eq!(
+        sources.len(),
+        coefficients.len(),
+        "one coefficient per source"
+    );
+    for source in sources {
+        assert_eq!(source.len(), dst.len(), "region lengths differ");
     }
 }
 

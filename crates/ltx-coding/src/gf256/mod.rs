@@ -10,13 +10,26 @@
 mod scalar;
 mod tables;
 
+#[cfg(target_arch = "x86_64")]
+mod affine;
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod gfni;
+#[cfg(target_arch = "x86_64")]
+mod nibble;
+#[cfg(target_arch = "x86_64")]
+mod simd;
+#[cfg(target_arch = "x86_64")]
+mod ssse3;
+
 pub use tables::{div, exp, inv, log, mul};
 
 /// The field polynomial x^8+x^4+x^3+x^2+1, with the x^8 term.
 pub const POLYNOMIAL: u16 = 0x11D;
 
 /// The environment variable that forces a region kernel (`scalar`, `ssse3`,
-/// `avx2`, `gfni256`, `gfni512`, `neon`).
+/// `avx2`, `gfni256`, `gfni512`).
 pub const KERNEL_ENV: &str = "LTX_GF_KERNEL";
 
 mod kernel;

@@ -34,6 +34,29 @@ const fn build_log() -> [u8; 256] {
     table
 }
 
+/// Carry-less multiply then reduce: the definition of the field product.
+///
+/// Slow, but usable in constants: the SIMD kernels' per-coefficient tables are
+/// built from it at compile time, and the log/exp tables are tested against it.
+pub(super) const fn mul_by_definition(a: u8, b: u8) -> u8 {
+    let mut product: u16 = 0;
+    let mut bit = 0;
+    while bit < 8 {
+        if b & (1 << bit) != 0 {
+            product ^= (a as u16) << bit;
+        }
+        bit += 1;
+    }
+    let mut bit = 15;
+    while bit >= 8 {
+        if product & (1 << bit) != 0 {
+            product ^= POLYNOMIAL << (bit - 8);
+        }
+        bit -= 1;
+    }
+    product as u8
+}
+
 /// The product `a·b` in GF(2^8).
 #[inline]
 pub fn mul(a: u8, b: u8) -> u8 {
@@ -76,22 +99,6 @@ pub fn log(a: u8) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Carry-less multiply then reduce: the definition of the field product.
-    fn mul_by_definition(a: u8, b: u8) -> u8 {
-        let mut product: u16 = 0;
-        for bit in 0..8 {
-            if b & (1 << bit) != 0 {
-                product ^= (a as u16) << bit;
-            }
-        }
-        for bit in (8..16).rev() {
-            if product & (1 << bit) != 0 {
-                product ^= POLYNOMIAL << (bit - 8);
-            }
-        }
-        product as u8
-    }
 
     #[test]
     fn table_product_matches_the_definition_for_every_pair() {
