@@ -1,5 +1,5 @@
-//! Portable region kernels: what runs where no SIMD kernel can, and what the
-//! SIMD kernels fall back to for the last few bytes of a region.
+//! Portable region kernels: what runs where no SIMD kernel can, and the SIMD
+//! kernels' `xor` for the last few bytes of a region.
 //!
 //! Every function expects regions of equal length; [`Kernel`](super::Kernel)
 //! checks that before it gets here.
@@ -8,7 +8,7 @@ use super::tables::mul as mul_byte;
 
 /// Below this many bytes a region is multiplied byte by byte through the
 /// log/exp tables: building a 256-entry product row would cost more than it
-/// saves. SIMD tails are always shorter than this.
+/// saves.
 const ROW_THRESHOLD: usize = 256;
 
 /// A 256-entry product table for one coefficient: `row[x] = c·x`.

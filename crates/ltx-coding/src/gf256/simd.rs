@@ -12,7 +12,9 @@
 //! Loads and stores are unaligned throughout: regions start wherever the
 //! caller's packets do, and on every CPU with these instruction sets an
 //! unaligned access that does not cross a cache line costs the same as an
-//! aligned one.
+//! aligned one. A region's last partial register goes through a register-sized
+//! buffer on the stack and the same multiply: byte-by-byte table lookups
+//! would cost more for those few bytes than the rest of a packet does.
 
 use super::scalar;
 
@@ -71,6 +73,9 @@ pub(super) trait Multiplier: Copy {
     /// As for the trait.
     unsafe fn mul(self, v: Self::V) -> Self::V;
 }
+
+/// The widest register, in bytes: the size of the tail buffers.
+const MAX_LANES: usize = 64;
 
 /// Registers per block in `dot_product`: enough accumulators to hide the
 /// latency of the multiplies, few enough to leave room for the tables.
@@ -139,7 +144,10 @@ pub(super) unsafe fn mul<M: Multiplier>(dst: &mut [u8], src: &[u8], c: u8) {
         unsafe { m.mul(M::V::load(s.add(i))).store(d.add(i)) };
         i += lanes;
     }
-    scalar::mul(&mut dst[i..], &src[i..], c);
+    if i < len {
+        // SAFETY: the instruction set is the caller's promise.
+        unsafe { store_partial(m.mul(load_partial(&src[i..])), &mut dst[i..]) };
+    }
 }
 
 /// `dst ^= c·src`.
@@ -183,7 +191,14 @@ pub(super) unsafe fn mul_add<M: Multiplier>(dst: &mut [u8], src: &[u8], c: u8) {
         }
         i += lanes;
     }
-    scalar::mul_add(&mut dst[i..], &src[i..], c);
+    if i < len {
+        let tail = &mut dst[i..];
+        // SAFETY: the instruction set is the caller's promise.
+        unsafe {
+            let sum = m.mul(load_partial(&src[i..])).xor(load_partial(tail));
+            store_partial(sum, tail);
+        }
+    }
 }
 
 /// `dst = Σ cᵢ·srcᵢ`, or `dst ^= Σ cᵢ·srcᵢ` when `accumulate` is set.
@@ -220,13 +235,56 @@ pub(super) unsafe fn dot_product<M: Multiplier>(
         unsafe { dot_block::<M, 1>(d, sources, coefficients, i, accumulate) };
         i += lanes;
     }
-    let tail = &mut dst[i..];
-    if !accumulate {
-        tail.fill(0);
+    if i < len {
+        let tail = &mut dst[i..];
+        // SAFETY: the instruction set is the caller's promise; every source
+        // is as long as `dst`, so has a tail as long.
+        unsafe {
+            let mut acc = if accumulate {
+                load_partial::<M::V>(tail)
+            } else {
+                M::V::zero()
+            };
+            for (source, &c) in sources.iter().zip(coefficients) {
+                match c {
+                    0 => {}
+                    1 => acc = acc.xor(load_partial(&source[i..])),
+                    _ => acc = acc.xor(M::new(c).mul(load_partial(&source[i..]))),
+                }
+            }
+            store_partial(acc, tail);
+        }
     }
-    for (source, &c) in sources.iter().zip(coefficients) {
-        scalar::mul_add(tail, &source[i..], c);
-    }
+}
+
+/// The bytes of `src` (fewer than a register's worth) in a register, the
+/// remaining bytes zero.
+///
+/// # Safety
+/// As for [`Vector`].
+#[inline(always)]
+unsafe fn load_partial<V: Vector>(src: &[u8]) -> V {
+    const { assert!(V::LANES <= MAX_LANES) };
+    debug_assert!(src.len() < V::LANES);
+    let mut buffer = [0u8; MAX_LANES];
+    buffer[..src.len()].copy_from_slice(src);
+    // SAFETY: the buffer holds at least `LANES` bytes.
+    unsafe { V::load(buffer.as_ptr()) }
+}
+
+/// Stores the first `dst.len()` bytes of `v` (fewer than a register's worth)
+/// to `dst`.
+///
+/// # Safety
+/// As for [`Vector`].
+#[inline(always)]
+unsafe fn store_partial<V: Vector>(v: V, dst: &mut [u8]) {
+    const { assert!(V::LANES <= MAX_LANES) };
+    debug_assert!(dst.len() < V::LANES);
+    let mut buffer = [0u8; MAX_LANES];
+    // SAFETY: the buffer holds at least `LANES` bytes.
+    unsafe { v.store(buffer.as_mut_ptr()) };
+    dst.copy_from_slice(&buffer[..dst.len()]);
 }
 
 /// One block of `dot_product`: `K` registers of `dst` from `offset` on.
