@@ -18,9 +18,9 @@ pub enum KernelKind {
     Ssse3,
     /// 256-bit split-nibble shuffles (`vpshufb`).
     Avx2,
-    /// 256-bit `gf2p8affineqb`.
+    /// 256-bit `gf2p8affineqb` (needs GFNI and AVX2).
     Gfni256,
-    /// 512-bit `gf2p8affineqb` (needs AVX-512F and AVX-512BW).
+    /// 512-bit `gf2p8affineqb` (needs GFNI, AVX-512F and AVX-512BW).
     Gfni512,
 }
 

@@ -4,7 +4,7 @@
 //! Single elements are multiplied through log/exp tables ([`mul`], [`inv`],
 //! [`div`]); this is the reference every region kernel is tested against.
 //! Region operations (`dst ^= c·src` and friends) go through a [`Kernel`],
-//! chosen once per process by [`kernel`]: the fastest one the CPU supports,
+//! chosen once per process by [`kernel()`]: the fastest one the CPU supports,
 //! unless the `LTX_GF_KERNEL` environment variable names another.
 
 mod scalar;
@@ -34,4 +34,4 @@ pub const KERNEL_ENV: &str = "LTX_GF_KERNEL";
 
 mod kernel;
 
-pub use kernel::{kernel, Kernel, KernelKind, KernelUnavailable};
+pub use kernel::{kernel, Kernel, KernelKind, KernelUnavailable, UnknownKernel};
