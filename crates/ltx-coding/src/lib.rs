@@ -5,13 +5,10 @@
 //! - [`symbol`]: symbol ids, encoding windows and repair keys.
 //! - [`rfc8681`]: the TinyMT32 generator and the coding coefficients of
 //!   RFC 8681, so repair symbols interoperate with other implementations.
-//! - [`encoder`] and [`decoder`]: the sliding-window systematic code.
-//! - [`code`]: which code a stream uses (sliding-window RLC, XOR parity,
-//!   fixed blocks), all behind the same symbol interfaces.
+//! - [`codec`]: the systematic encoder and the progressive decoder, shared by
+//!   the sliding-window RLC, XOR parity and block mode.
 
-pub mod code;
-pub mod decoder;
-pub mod encoder;
+pub mod codec;
 pub mod gf256;
 pub mod rfc8681;
 pub mod symbol;

@@ -1,0 +1,654 @@
+//! The progressive sliding-window decoder: Gaussian elimination on the fly,
+//! as symbols arrive, in any order.
+//!
+//! It keeps the equations it holds in reduced row echelon form over the
+//! unknown source symbols: every row is normalised to 1 at its pivot (its
+//! first non-zero column), no other row has a non-zero coefficient in a
+//! pivot column, and no row has one in a known column. Two things follow:
+//! - a new equation is reduced in one pass — its coefficients at known and
+//!   pivot columns say at once which symbols and rows to subtract, and one
+//!   dot product subtracts them all (each read once);
+//! - a row with nothing left but its pivot *is* that source symbol, so a
+//!   symbol is delivered the moment the equations pin it down.
+//!
+//! Work per symbol is proportional to the window in use (rows, each over its
+//! own span), never to the configured maximum.
+
+use std::collections::VecDeque;
+
+use thiserror::Error;
+
+use super::code::{Code, CodeError};
+use super::encoder::{check_sizes, ConfigError};
+use crate::gf256::{inv, kernel, Kernel};
+use crate::{RepairKey, SymbolId, Window};
+
+/// How a [`Decoder`] is sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecoderConfig {
+    /// Bytes per symbol, as the encoder's.
+    pub symbol_size: usize,
+    /// The widest span of source symbols the decoder holds at once: symbols
+    /// at or beyond `base + max_window` are refused until the application
+    /// consumes the oldest. Bounds memory to about `2 · max_window` symbols.
+    pub max_window: u16,
+    /// The code the repair symbols were made with.
+    pub code: Code,
+}
+
+/// Why the decoder refused a symbol. None of these harm the decoder: the
+/// symbol is dropped and the state is as before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum DecodeError {
+    /// A payload whose length is not the symbol size.
+    #[error("symbol of {len} bytes, expected {symbol_size}")]
+    WrongSize {
+        /// Bytes received.
+        len: usize,
+        /// The configured symbol size.
+        symbol_size: usize,
+    },
+    /// A symbol that the application has already consumed (or a repair
+    /// symbol that needs one).
+    #[error("symbol {id} is before the window, which starts at {base}")]
+    BeforeWindow {
+        /// The oldest symbol referred to.
+        id: SymbolId,
+        /// The oldest symbol the decoder holds.
+        base: SymbolId,
+    },
+    /// A symbol past the configured maximum window.
+    #[error("symbol {id} is beyond the window, which ends before {limit}")]
+    BeyondWindow {
+        /// The newest symbol referred to.
+        id: SymbolId,
+        /// One past the newest symbol the decoder can hold now.
+        limit: SymbolId,
+    },
+    /// A source symbol that is already known.
+    #[error("source symbol {0} is already known")]
+    Duplicate(SymbolId),
+    /// A repair symbol whose coefficients are all zero: it says nothing.
+    #[error("repair symbol over {0} has only zero coefficients")]
+    ZeroCoefficients(Window),
+    /// The code does not allow the repair symbol's window.
+    #[error(transparent)]
+    Code(#[from] CodeError),
+}
+
+/// What a symbol did for the decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The symbol added information; `newly_known` source symbols (perhaps
+    /// 0) became known through it.
+    Innovative {
+        /// Source symbols that became known.
+        newly_known: usize,
+    },
+    /// A repair symbol that was a combination of what the decoder already
+    /// had: nothing changed.
+    Redundant,
+}
+
+/// One equation over unknown source symbols: `Σ coefficients[i]·x[first+i] = payload`,
+/// with `coefficients[0] == 1` (the pivot).
+#[derive(Debug, Default)]
+struct Row {
+    first: SymbolId,
+    coefficients: Vec<u8>,
+    payload: Vec<u8>,
+}
+
+impl Row {
+    /// The coefficient of `id`, zero outside the row's span.
+    fn coefficient(&self, id: SymbolId) -> u8 {
+        id.0.checked_sub(self.first.0)
+            .and_then(|i| self.coefficients.get(i as usize))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Whether only the pivot is left: the row is its source symbol.
+    fn is_solved(&self) -> bool {
+        self.coefficients[1..].iter().all(|&c| c == 0)
+    }
+}
+
+const NO_ROW: u32 = u32::MAX;
+
+/// A progressive decoder for the sliding-window code (and the other codes of
+/// [`Code`]).
+///
+/// Feed it source and repair symbols in any order; each source symbol is
+/// available ([`symbol`](Decoder::symbol), [`poll_decoded`](Decoder::poll_decoded))
+/// the moment it is known, received or decoded. The application
+/// [`consume`](Decoder::consume)s symbols to slide the window on.
+///
+/// ```
+/// use ltx_coding::codec::{Code, Decoder, DecoderConfig, Encoder, EncoderConfig};
+/// use ltx_coding::{RepairKey, SymbolId, Window};
+///
+/// let code = Code::default();
+/// let mut encoder = Encoder::new(EncoderConfig { symbol_size: 3, max_window: 16, code })?;
+/// let mut decoder = Decoder::new(DecoderConfig { symbol_size: 3, max_window: 16, code })?;
+/// for data in [b"one", b"two", b"six"] {
+///     encoder.push(data)?;
+/// }
+/// let window = Window::new(SymbolId(0), 3);
+/// let mut repair = [0u8; 3];
+/// encoder.repair(window, RepairKey(1), &mut repair)?;
+///
+/// // "two" is lost on the way; the repair symbol stands in for it.
+/// decoder.receive_source(SymbolId(0), b"one")?;
+/// decoder.receive_source(SymbolId(2), b"six")?;
+/// decoder.receive_repair(window, RepairKey(1), &repair)?;
+/// assert_eq!(decoder.symbol(SymbolId(1)), Some(&b"two"[..]));
+/// assert_eq!(decoder.missing(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Decoder {
+    config: DecoderConfig,
+    kernel: Kernel,
+    /// The oldest symbol held; everything before it has been consumed.
+    base: SymbolId,
+    /// One past the newest symbol any received symbol referred to.
+    end: SymbolId,
+    /// No unknown symbol lies in `[base, first_unknown)`.
+    first_unknown: SymbolId,
+    /// Unknown symbols in `[base, end)`.
+    missing: u64,
+    /// Per slot (`id % max_window`): whether the symbol is known.
+    known: Vec<bool>,
+    /// Per slot: the row whose pivot the symbol is, or `NO_ROW`.
+    pivot_row: Vec<u32>,
+    /// Per slot, `symbol_size` bytes: known symbols. Allocated on first use.
+    sources: Vec<u8>,
+    /// Equations, indexed by the `pivot_row` entries; free entries are empty.
+    rows: Vec<Row>,
+    live_rows: Vec<u32>,
+    free_rows: Vec<u32>,
+    /// Buffers of retired rows, to spare allocations.
+    spare_rows: Vec<Row>,
+    scale_scratch: Vec<u8>,
+    decoded: VecDeque<SymbolId>,
+    /// Scratch for one reduction: which known symbols and rows to subtract.
+    terms: Vec<(u8, Term)>,
+    coefficient_scratch: Vec<u8>,
+    touched: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Term {
+    Source(usize),
+    Row(u32),
+}
+
+impl Decoder {
+    /// A decoder whose window starts at [`SymbolId`] 0.
+    pub fn new(config: DecoderConfig) -> Result<Decoder, ConfigError> {
+        Decoder::starting_at(config, SymbolId(0))
+    }
+
+    /// A decoder whose window starts at `base`.
+    pub fn starting_at(config: DecoderConfig, base: SymbolId) -> Result<Decoder, ConfigError> {
+        check_sizes(config.symbol_size, config.max_window, config.code)?;
+        let slots = usize::from(config.max_window);
+        Ok(Decoder {
+            config,
+            kernel: kernel(),
+            base,
+            end: base,
+            first_unknown: base,
+            missing: 0,
+            known: vec![false; slots],
+            pivot_row: vec![NO_ROW; slots],
+            sources: Vec::new(),
+            rows: Vec::new(),
+            live_rows: Vec::new(),
+            free_rows: Vec::new(),
+            spare_rows: Vec::new(),
+            scale_scratch: Vec::new(),
+            decoded: VecDeque::new(),
+            terms: Vec::new(),
+            coefficient_scratch: Vec::new(),
+            touched: Vec::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &DecoderConfig {
+        &self.config
+    }
+
+    /// The oldest symbol held (everything before it was consumed).
+    pub fn base(&self) -> SymbolId {
+        self.base
+    }
+
+    /// One past the newest symbol any received symbol referred to: the
+    /// window in use is `[base, end)`.
+    pub fn end(&self) -> SymbolId {
+        self.end
+    }
+
+    /// Unknown source symbols in the window in use.
+    pub fn missing(&self) -> u64 {
+        self.missing
+    }
+
+    /// Independent equations held over unknown symbols; when it equals
+    /// [`missing`](Decoder::missing), everything decodes.
+    pub fn rank(&self) -> usize {
+        self.live_rows.len()
+    }
+
+    /// The oldest unknown symbol, or [`end`](Decoder::end) if all are known:
+    /// everything before it can be read in order.
+    pub fn next_missing(&mut self) -> SymbolId {
+        self.first_unknown = self.first_unknown.max(self.base);
+        while self.first_unknown < self.end && self.is_known(self.first_unknown) {
+            self.first_unknown = self.first_unknown.next();
+        }
+        self.first_unknown
+    }
+
+    /// Whether source symbol `id` is known (and not consumed).
+    pub fn is_known(&self, id: SymbolId) -> bool {
+        self.in_window(id) && self.known[self.slot(id)]
+    }
+
+    /// A known source symbol, padded to the symbol size.
+    pub fn symbol(&self, id: SymbolId) -> Option<&[u8]> {
+        self.is_known(id).then(|| self.source(self.slot(id)))
+    }
+
+    /// The next source symbol that became known, received or decoded, in
+    /// the order they became known.
+    pub fn poll_decoded(&mut self) -> Option<SymbolId> {
+        self.decoded.pop_front()
+    }
+
+    /// Takes a source symbol.
+    pub fn receive_source(&mut self, id: SymbolId, data: &[u8]) -> Result<Outcome, DecodeError> {
+        self.check_size(data.len())?;
+        self.check_span(id, id.checked_add(1))?;
+        if self.known[self.slot(id)] {
+            return Err(DecodeError::Duplicate(id));
+        }
+        self.extend_end(id.next());
+        let mut newly_known = 1;
+        let slot = self.slot(id);
+        self.store_source(id, data);
+        self.touched.clear();
+        let pivot = std::mem::replace(&mut self.pivot_row[slot], NO_ROW);
+        if pivot != NO_ROW {
+            // The row that solved for `id` now relates other unknowns.
+            let row = &mut self.rows[pivot as usize];
+            self.kernel.xor(&mut row.payload, data);
+            row.coefficients[0] = 0;
+            self.repivot(pivot);
+        } else {
+            let live = std::mem::take(&mut self.live_rows);
+            for &r in &live {
+                let row = &mut self.rows[r as usize];
+                let c = row.coefficient(id);
+                if c != 0 {
+                    self.kernel.mul_add(&mut row.payload, data, c);
+                    let i = (id.0 - row.first.0) as usize;
+                    row.coefficients[i] = 0;
+                    self.touched.push(r);
+                }
+            }
+            self.live_rows = live;
+        }
+        newly_known += self.settle_touched();
+        Ok(Outcome::Innovative { newly_known })
+    }
+
+    /// Takes a repair symbol over `window` made with `key`.
+    pub fn receive_repair(
+        &mut self,
+        window: Window,
+        key: RepairKey,
+        data: &[u8],
+    ) -> Result<Outcome, DecodeError> {
+        let mut coefficients = std::mem::take(&mut self.coefficient_scratch);
+        coefficients.resize(usize::from(window.len), 0);
+        let result = self
+            .config
+            .code
+            .coefficients(window, key, &mut coefficients)
+            .map_err(DecodeError::from)
+            .and_then(|()| self.receive_combination(window.first, &coefficients, data));
+        self.coefficient_scratch = coefficients;
+        result
+    }
+
+    /// Takes a repair symbol given by its coefficients: `data` is
+    /// `Σ coefficients[i] · source[first + i]`.
+    pub fn receive_combination(
+        &mut self,
+        first: SymbolId,
+        coefficients: &[u8],
+        data: &[u8],
+    ) -> Result<Outcome, DecodeError> {
+        self.check_size(data.len())?;
+        let window = Window::new(first, coefficients.len().min(usize::from(u16::MAX)) as u16);
+        let (Some(lo), Some(hi)) = (
+            coefficients.iter().position(|&c| c != 0),
+            coefficients.iter().rposition(|&c| c != 0),
+        ) else {
+            return Err(DecodeError::ZeroCoefficients(window));
+        };
+        let lo_id = first.checked_add(lo as u64);
+        let hi_id = first.checked_add(hi as u64 + 1);
+        let Some(lo_id) = lo_id else {
+            return Err(DecodeError::BeyondWindow {
+                id: SymbolId(u64::MAX),
+                limit: self.limit().unwrap_or(SymbolId(u64::MAX)),
+            });
+        };
+        self.check_span(lo_id, hi_id)?;
+        let hi_id = hi_id.expect("checked by check_span");
+        self.extend_end(hi_id);
+
+        // Reduce against known symbols and pivot rows, all in one pass.
+        let mut row = self.take_row();
+        row.first = lo_id;
+        row.coefficients.clear();
+        row.coefficients.extend_from_slice(&coefficients[lo..=hi]);
+        row.payload.clear();
+        row.payload.extend_from_slice(data);
+        self.terms.clear();
+        for i in 0..row.coefficients.len() {
+            let c = row.coefficients[i];
+            if c == 0 {
+                continue;
+            }
+            let id = SymbolId(lo_id.0 + i as u64);
+            let slot = self.slot(id);
+            if self.known[slot] {
+                row.coefficients[i] = 0;
+                self.terms.push((c, Term::Source(slot)));
+            } else if self.pivot_row[slot] != NO_ROW {
+                let r = self.pivot_row[slot];
+                add_coefficients(self.kernel, &mut row, &self.rows[r as usize], c);
+                self.terms.push((c, Term::Row(r)));
+            }
+        }
+        if !self.terms.is_empty() {
+            let size = self.config.symbol_size;
+            let sources = &self.sources;
+            let rows = &self.rows;
+            let slices: Vec<&[u8]> = self
+                .terms
+                .iter()
+                .map(|&(_, term)| match term {
+                    Term::Source(slot) => &sources[slot * size..(slot + 1) * size],
+                    Term::Row(r) => rows[r as usize].payload.as_slice(),
+                })
+                .collect();
+            let factors: Vec<u8> = self.terms.iter().map(|&(c, _)| c).collect();
+            self.kernel
+                .dot_product_add(&mut row.payload, &slices, &factors);
+        }
+
+        let Some(lead) = row.coefficients.iter().position(|&c| c != 0) else {
+            self.put_back(row);
+            return Ok(Outcome::Redundant);
+        };
+        trim_front(&mut row, lead);
+        normalise(self.kernel, &mut row, &mut self.scale_scratch);
+        let r = self.insert_row(row);
+        self.touched.clear();
+        self.touched.push(r);
+        self.eliminate_pivot_from_others(r);
+        let newly_known = self.settle_touched();
+        Ok(Outcome::Innovative { newly_known })
+    }
+
+    /// Frees every symbol before `up_to`: the application has read them, or
+    /// gives up on them. Equations that involve an unknown one are dropped.
+    pub fn consume(&mut self, up_to: SymbolId) {
+        if up_to <= self.base {
+            return;
+        }
+        let seen_end = self.end.min(up_to);
+        let count = up_to.0 - self.base.0;
+        let slots = u64::from(self.config.max_window);
+        for offset in 0..count.min(slots) {
+            let id = SymbolId(self.base.0 + offset);
+            let slot = self.slot(id);
+            if id < seen_end && !self.known[slot] {
+                self.missing -= 1;
+            }
+            self.known[slot] = false;
+            self.pivot_row[slot] = NO_ROW;
+        }
+        // A row's pivot is its first non-zero column, so the rows that
+        // involve consumed symbols are exactly those that start before `up_to`.
+        let live = std::mem::take(&mut self.live_rows);
+        let mut kept = Vec::with_capacity(live.len());
+        for r in live {
+            if self.rows[r as usize].first < up_to {
+                let row = std::mem::take(&mut self.rows[r as usize]);
+                self.free_rows.push(r);
+                self.put_back(row);
+            } else {
+                kept.push(r);
+            }
+        }
+        self.live_rows = kept;
+        self.decoded.retain(|&id| id >= up_to);
+        self.base = up_to;
+        self.end = self.end.max(up_to);
+    }
+
+    // --- internals -------------------------------------------------------
+
+    fn slot(&self, id: SymbolId) -> usize {
+        (id.0 % u64::from(self.config.max_window)) as usize
+    }
+
+    fn source(&self, slot: usize) -> &[u8] {
+        let size = self.config.symbol_size;
+        &self.sources[slot * size..(slot + 1) * size]
+    }
+
+    fn in_window(&self, id: SymbolId) -> bool {
+        id >= self.base && self.limit().is_none_or(|limit| id < limit)
+    }
+
+    /// One past the newest symbol that fits, or `None` if that is past `u64::MAX`.
+    fn limit(&self) -> Option<SymbolId> {
+        self.base.checked_add(u64::from(self.config.max_window))
+    }
+
+    fn check_size(&self, len: usize) -> Result<(), DecodeError> {
+        if len == self.config.symbol_size {
+            Ok(())
+        } else {
+            Err(DecodeError::WrongSize {
+                len,
+                symbol_size: self.config.symbol_size,
+            })
+        }
+    }
+
+    /// Checks that `[first, end)` lies in the window; `end` is `None` when it
+    /// overflowed.
+    fn check_span(&self, first: SymbolId, end: Option<SymbolId>) -> Result<(), DecodeError> {
+        if first < self.base {
+            return Err(DecodeError::BeforeWindow {
+                id: first,
+                base: self.base,
+            });
+        }
+        let limit = self.limit();
+        let fits = match (end, limit) {
+            (Some(end), Some(limit)) => end <= limit,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if fits {
+            Ok(())
+        } else {
+            let last = end.map_or(SymbolId(u64::MAX), |end| SymbolId(end.0 - 1));
+            Err(DecodeError::BeyondWindow {
+                id: last,
+                limit: limit.unwrap_or(SymbolId(u64::MAX)),
+            })
+        }
+    }
+
+    fn extend_end(&mut self, end: SymbolId) {
+        if end > self.end {
+            self.missing += end.0 - self.end.0;
+            self.end = end;
+        }
+    }
+
+    fn store_source(&mut self, id: SymbolId, data: &[u8]) {
+        let size = self.config.symbol_size;
+        if self.sources.is_empty() {
+            self.sources = vec![0; size * usize::from(self.config.max_window)];
+        }
+        let slot = self.slot(id);
+        self.sources[slot * size..(slot + 1) * size].copy_from_slice(data);
+        self.known[slot] = true;
+        self.missing -= 1;
+        self.decoded.push_back(id);
+    }
+
+    /// A row with buffers to reuse, for a new equation.
+    fn take_row(&mut self) -> Row {
+        self.spare_rows.pop().unwrap_or_default()
+    }
+
+    /// Keeps a row's buffers for later equations.
+    fn put_back(&mut self, mut row: Row) {
+        row.coefficients.clear();
+        if self.spare_rows.len() < usize::from(self.config.max_window) {
+            self.spare_rows.push(row);
+        }
+    }
+
+    /// Adds a normalised row to the system; returns its index.
+    fn insert_row(&mut self, row: Row) -> u32 {
+        let slot = self.slot(row.first);
+        let r = match self.free_rows.pop() {
+            Some(r) => {
+                self.rows[r as usize] = row;
+                r
+            }
+            None => {
+                self.rows.push(row);
+                (self.rows.len() - 1) as u32
+            }
+        };
+        self.pivot_row[slot] = r;
+        self.live_rows.push(r);
+        r
+    }
+
+    /// Removes row `r` from the system.
+    fn remove_row(&mut self, r: u32) {
+        let row = std::mem::take(&mut self.rows[r as usize]);
+        self.live_rows.retain(|&live| live != r);
+        self.free_rows.push(r);
+        self.put_back(row);
+    }
+
+    /// Row `r` lost its pivot (that symbol became known): find the next one,
+    /// or drop the row if nothing is left of it.
+    fn repivot(&mut self, r: u32) {
+        let row = &mut self.rows[r as usize];
+        match row.coefficients.iter().position(|&c| c != 0) {
+            None => self.remove_row(r),
+            Some(lead) => {
+                trim_front(row, lead);
+                normalise(self.kernel, row, &mut self.scale_scratch);
+                let slot = self.slot(self.rows[r as usize].first);
+                self.pivot_row[slot] = r;
+                self.touched.push(r);
+                self.eliminate_pivot_from_others(r);
+            }
+        }
+    }
+
+    /// Clears the pivot column of row `r` from every other row, keeping the
+    /// system in reduced form.
+    fn eliminate_pivot_from_others(&mut self, r: u32) {
+        let pivot = std::mem::take(&mut self.rows[r as usize]);
+        for &s in &self.live_rows {
+            if s == r {
+                continue;
+            }
+            let row = &mut self.rows[s as usize];
+            let c = row.coefficient(pivot.first);
+            if c != 0 {
+                add_coefficients(self.kernel, row, &pivot, c);
+                self.kernel.mul_add(&mut row.payload, &pivot.payload, c);
+                self.touched.push(s);
+            }
+        }
+        self.rows[r as usize] = pivot;
+    }
+
+    /// Delivers every touched row that is down to its pivot; returns how many.
+    fn settle_touched(&mut self) -> usize {
+        let mut solved = 0;
+        let touched = std::mem::take(&mut self.touched);
+        for &r in &touched {
+            let row = &self.rows[r as usize];
+            if row.coefficients.is_empty() || !row.is_solved() {
+                continue; // removed already, or still relates several unknowns
+            }
+            let id = row.first;
+            let slot = self.slot(id);
+            self.pivot_row[slot] = NO_ROW;
+            let row = std::mem::take(&mut self.rows[r as usize]);
+            self.live_rows.retain(|&live| live != r);
+            self.free_rows.push(r);
+            self.store_source(id, &row.payload);
+            self.put_back(row);
+            solved += 1;
+        }
+        self.touched = touched;
+        self.touched.clear();
+        solved
+    }
+}
+
+/// `dst.coefficients ^= c · src.coefficients`, widening `dst` to cover
+/// `src`, which must not start before it.
+fn add_coefficients(kernel: Kernel, dst: &mut Row, src: &Row, c: u8) {
+    debug_assert!(src.first >= dst.first);
+    let offset = (src.first.0 - dst.first.0) as usize;
+    let needed = offset + src.coefficients.len();
+    if dst.coefficients.len() < needed {
+        dst.coefficients.resize(needed, 0);
+    }
+    kernel.mul_add(&mut dst.coefficients[offset..needed], &src.coefficients, c);
+}
+
+/// Drops `lead` leading zero coefficients.
+fn trim_front(row: &mut Row, lead: usize) {
+    row.coefficients.drain(..lead);
+    row.first = SymbolId(row.first.0 + lead as u64);
+}
+
+/// Scales the row so that its pivot coefficient is 1.
+fn normalise(kernel: Kernel, row: &mut Row, scratch: &mut Vec<u8>) {
+    let lead = row.coefficients[0];
+    if lead == 1 {
+        return;
+    }
+    let factor = inv(lead).expect("the pivot is non-zero");
+    for buffer in [&mut row.coefficients, &mut row.payload] {
+        scratch.clear();
+        scratch.extend_from_slice(buffer);
+        kernel.mul(buffer, scratch, factor);
+    }
+}

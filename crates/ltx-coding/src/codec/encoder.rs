@@ -1,0 +1,278 @@
+//! The systematic sliding-window encoder: source symbols go out as they are;
+//! repair symbols are combinations of any window of them.
+
+use thiserror::Error;
+
+use super::code::{Code, CodeError};
+use super::MAX_SYMBOL_SIZE;
+use crate::gf256::{kernel, Kernel};
+use crate::{RepairKey, SymbolId, Window};
+
+/// How an [`Encoder`] is sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncoderConfig {
+    /// Bytes per symbol, 1..=[`MAX_SYMBOL_SIZE`]. Shorter source data is
+    /// padded with zeros; the true length of a short last symbol travels in
+    /// the protocol, not in the code.
+    pub symbol_size: usize,
+    /// How many source symbols the encoder keeps until they are
+    /// acknowledged; the widest window a repair symbol can cover.
+    pub max_window: u16,
+    /// The code repair symbols are made with.
+    pub code: Code,
+}
+
+/// A configuration the encoder or decoder cannot work with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    /// A symbol size of 0 or above [`MAX_SYMBOL_SIZE`].
+    #[error("symbol size {0} is out of range (1 to {MAX_SYMBOL_SIZE} bytes)")]
+    SymbolSize(usize),
+    /// A window of zero symbols.
+    #[error("the maximum window must hold at least one symbol")]
+    EmptyWindow,
+    /// A block mode whose blocks do not fit in the window.
+    #[error("blocks of {block} symbols do not fit in a window of {max_window}")]
+    BlockTooLarge {
+        /// Source symbols per block.
+        block: u16,
+        /// The configured maximum window.
+        max_window: u16,
+    },
+}
+
+impl EncoderConfig {
+    pub(super) fn check(&self) -> Result<(), ConfigError> {
+        check_sizes(self.symbol_size, self.max_window, self.code)
+    }
+}
+
+pub(super) fn check_sizes(
+    symbol_size: usize,
+    max_window: u16,
+    code: Code,
+) -> Result<(), ConfigError> {
+    if symbol_size == 0 || symbol_size > MAX_SYMBOL_SIZE {
+        return Err(ConfigError::SymbolSize(symbol_size));
+    }
+    if max_window == 0 {
+        return Err(ConfigError::EmptyWindow);
+    }
+    if let Code::Block { source, .. } = code {
+        if source == 0 || source > max_window {
+            return Err(ConfigError::BlockTooLarge {
+                block: source,
+                max_window,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Why the encoder refused a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum EncodeError {
+    /// Source data longer than a symbol.
+    #[error("source data of {len} bytes does not fit in a symbol of {symbol_size}")]
+    TooLong {
+        /// Bytes offered.
+        len: usize,
+        /// The configured symbol size.
+        symbol_size: usize,
+    },
+    /// Every slot holds an unacknowledged symbol.
+    #[error("the encoder holds {0} unacknowledged symbols, its maximum window")]
+    Full(u16),
+    /// A repair window that reaches symbols the encoder does not hold.
+    #[error("window {window} is outside the held symbols [{oldest}, {next})")]
+    NotHeld {
+        /// The window asked for.
+        window: Window,
+        /// The oldest symbol still held.
+        oldest: SymbolId,
+        /// The id the next pushed symbol will get.
+        next: SymbolId,
+    },
+    /// An output buffer whose length is not the symbol size.
+    #[error("repair buffer of {len} bytes, expected the symbol size {symbol_size}")]
+    WrongSize {
+        /// Bytes given.
+        len: usize,
+        /// The configured symbol size.
+        symbol_size: usize,
+    },
+    /// The code does not allow this window.
+    #[error(transparent)]
+    Code(#[from] CodeError),
+}
+
+/// A systematic sliding-window encoder that keeps its source symbols in a
+/// ring until they are acknowledged, and builds repair symbols over any
+/// window of them straight from the ring, without copies.
+///
+/// ```
+/// use ltx_coding::codec::{Code, Encoder, EncoderConfig};
+/// use ltx_coding::{RepairKey, SymbolId, Window};
+///
+/// let mut encoder = Encoder::new(EncoderConfig { symbol_size: 4, max_window: 8, code: Code::default() })?;
+/// let first = encoder.push(b"abcd")?;
+/// encoder.push(b"ef")?; // padded with zeros
+/// let mut repair = [0u8; 4];
+/// encoder.repair(Window::new(first, 2), RepairKey(7), &mut repair)?;
+/// encoder.acknowledge(SymbolId(2)); // both slots are free again
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Encoder {
+    config: EncoderConfig,
+    kernel: Kernel,
+    /// `max_window` slots of `symbol_size` bytes; symbol `id` lives in slot
+    /// `id % max_window`. Grown on demand up to that size.
+    ring: Vec<u8>,
+    oldest: SymbolId,
+    next: SymbolId,
+    coefficients: Vec<u8>,
+}
+
+impl Encoder {
+    /// An encoder whose first symbol will be [`SymbolId`] 0.
+    pub fn new(config: EncoderConfig) -> Result<Encoder, ConfigError> {
+        Encoder::starting_at(config, SymbolId(0))
+    }
+
+    /// An encoder whose first symbol will be `first`.
+    pub fn starting_at(config: EncoderConfig, first: SymbolId) -> Result<Encoder, ConfigError> {
+        config.check()?;
+        Ok(Encoder {
+            config,
+            kernel: kernel(),
+            ring: Vec::new(),
+            oldest: first,
+            next: first,
+            coefficients: Vec::new(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EncoderConfig {
+        &self.config
+    }
+
+    /// The oldest symbol still held.
+    pub fn oldest(&self) -> SymbolId {
+        self.oldest
+    }
+
+    /// The id the next pushed symbol will get.
+    pub fn next_id(&self) -> SymbolId {
+        self.next
+    }
+
+    /// How many symbols are held (pushed, not yet acknowledged).
+    pub fn held(&self) -> u64 {
+        self.next.0 - self.oldest.0
+    }
+
+    /// Adds a source symbol, zero-padded to the symbol size, and returns its id.
+    pub fn push(&mut self, data: &[u8]) -> Result<SymbolId, EncodeError> {
+        let size = self.config.symbol_size;
+        if data.len() > size {
+            return Err(EncodeError::TooLong {
+                len: data.len(),
+                symbol_size: size,
+            });
+        }
+        if self.held() >= u64::from(self.config.max_window) {
+            return Err(EncodeError::Full(self.config.max_window));
+        }
+        let id = self.next;
+        let start = self.slot(id) * size;
+        if self.ring.len() < start + size {
+            self.ring.resize(start + size, 0);
+        }
+        let slot = &mut self.ring[start..start + size];
+        slot[..data.len()].copy_from_slice(data);
+        slot[data.len()..].fill(0);
+        self.next = id.next();
+        Ok(id)
+    }
+
+    /// Drops every symbol before `below`: the receiver has them.
+    pub fn acknowledge(&mut self, below: SymbolId) {
+        self.oldest = self.oldest.max(below.min(self.next));
+    }
+
+    /// A held source symbol (padded to the symbol size).
+    pub fn source(&self, id: SymbolId) -> Option<&[u8]> {
+        if id < self.oldest || id >= self.next {
+            return None;
+        }
+        let start = self.slot(id) * self.config.symbol_size;
+        Some(&self.ring[start..start + self.config.symbol_size])
+    }
+
+    /// Writes into `out` the repair symbol over `window` with `key`.
+    pub fn repair(
+        &mut self,
+        window: Window,
+        key: RepairKey,
+        out: &mut [u8],
+    ) -> Result<(), EncodeError> {
+        let size = self.config.symbol_size;
+        if out.len() != size {
+            return Err(EncodeError::WrongSize {
+                len: out.len(),
+                symbol_size: size,
+            });
+        }
+        let held = window.first >= self.oldest && window.end().is_some_and(|end| end <= self.next);
+        if !held {
+            return Err(EncodeError::NotHeld {
+                window,
+                oldest: self.oldest,
+                next: self.next,
+            });
+        }
+        self.coefficients.resize(usize::from(window.len), 0);
+        self.config
+            .code
+            .coefficients(window, key, &mut self.coefficients)?;
+        let sources: Vec<&[u8]> = window
+            .ids()
+            .map(|id| {
+                let start = self.slot(id) * size;
+                &self.ring[start..start + size]
+            })
+            .collect();
+        self.kernel.dot_product(out, &sources, &self.coefficients);
+        Ok(())
+    }
+
+    fn slot(&self, id: SymbolId) -> usize {
+        (id.0 % u64::from(self.config.max_window)) as usize
+    }
+}
+
+/// Writes into `out` the repair symbol over `window` with `key`, reading the
+/// window's source symbols from wherever the caller keeps them.
+///
+/// # Panics
+/// If `sources` does not hold `window.len` symbols, or they and `out` differ
+/// in length.
+pub fn repair_from_sources(
+    code: Code,
+    window: Window,
+    key: RepairKey,
+    sources: &[&[u8]],
+    out: &mut [u8],
+) -> Result<(), CodeError> {
+    assert_eq!(
+        sources.len(),
+        usize::from(window.len),
+        "one source per window symbol"
+    );
+    let mut coefficients = vec![0u8; sources.len()];
+    code.coefficients(window, key, &mut coefficients)?;
+    kernel().dot_product(out, sources, &coefficients);
+    Ok(())
+}

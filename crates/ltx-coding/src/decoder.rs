@@ -1,1 +1,0 @@
-//! The progressive sliding-window decoder.

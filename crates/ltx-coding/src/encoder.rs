@@ -1,1 +1,0 @@
-//! The sliding-window systematic encoder.
