@@ -9,6 +9,8 @@
 //!   the sliding-window RLC, XOR parity and block mode.
 
 pub mod codec;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gf256;
 pub mod rfc8681;
 pub mod symbol;
