@@ -312,3 +312,15 @@ fn configurations_are_checked() {
     assert!(Decoder::new(block(33)).is_err());
     assert!(Decoder::new(block(0)).is_err());
 }
+
+#[test]
+fn the_encoder_stops_at_the_end_of_the_id_space() {
+    let config = EncoderConfig {
+        symbol_size: SIZE,
+        max_window: 4,
+        code: Code::default(),
+    };
+    let mut encoder = Encoder::starting_at(config, SymbolId(u64::MAX - 1)).unwrap();
+    assert_eq!(encoder.push(&[1; SIZE]), Ok(SymbolId(u64::MAX - 1)));
+    assert_eq!(encoder.push(&[2; SIZE]), Err(EncodeError::IdsExhausted));
+}

@@ -93,6 +93,9 @@ pub enum EncodeError {
         /// The id the next pushed symbol will get.
         next: SymbolId,
     },
+    /// The stream has used every id up to `u64::MAX`.
+    #[error("the 64-bit symbol id space is used up")]
+    IdsExhausted,
     /// An output buffer whose length is not the symbol size.
     #[error("repair buffer of {len} bytes, expected the symbol size {symbol_size}")]
     WrongSize {
@@ -186,6 +189,9 @@ impl Encoder {
             return Err(EncodeError::Full(self.config.max_window));
         }
         let id = self.next;
+        let Some(next) = id.checked_add(1) else {
+            return Err(EncodeError::IdsExhausted);
+        };
         let start = self.slot(id) * size;
         if self.ring.len() < start + size {
             self.ring.resize(start + size, 0);
@@ -193,7 +199,7 @@ impl Encoder {
         let slot = &mut self.ring[start..start + size];
         slot[..data.len()].copy_from_slice(data);
         slot[data.len()..].fill(0);
-        self.next = id.next();
+        self.next = next;
         Ok(id)
     }
 
