@@ -1,5 +1,7 @@
 //! The `ltx` command.
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
 
 mod bench;
@@ -19,9 +21,16 @@ enum Command {
     Bench(bench::BenchCommand),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let result = match cli.command {
         Command::Bench(command) => bench::run(command),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }

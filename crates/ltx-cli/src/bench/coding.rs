@@ -3,9 +3,10 @@
 
 use std::hint::black_box;
 
+use anyhow::Context;
 use clap::Args;
 use ltx_coding::codec::{Code, Decoder, DecoderConfig, Encoder, EncoderConfig};
-use ltx_coding::gf256::{Kernel, KernelKind};
+use ltx_coding::gf256::{kernel, Kernel, KernelKind, KERNEL_ENV};
 use ltx_coding::{RepairKey, SymbolId, Window};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -114,6 +115,7 @@ pub(crate) fn run(args: &CodingArgs) -> anyhow::Result<()> {
     if cfg!(debug_assertions) {
         eprintln!("warning: this is a debug build; run with --release for meaningful figures");
     }
+    let codec_kernel = forced_kernel()?;
     let budget = if args.quick {
         Budget::quick()
     } else {
@@ -139,10 +141,30 @@ pub(crate) fn run(args: &CodingArgs) -> anyhow::Result<()> {
         rows.push(row);
     };
     measure_kernels(budget, &mut rng, &kernels, best, &mut record);
-    measure_encoder(budget, &mut rng, &mut record)?;
-    measure_decoder(budget, &mut rng, &mut record)?;
+    let mut record_codec = |mut row: Row| {
+        row.extra
+            .insert("kernel".into(), json!(codec_kernel.kind().name()));
+        record(row);
+    };
+    measure_encoder(budget, &mut rng, &mut record_codec)?;
+    measure_decoder(budget, &mut rng, &mut record_codec)?;
     print_summary(&printer, &rows, best.kind());
     Ok(())
+}
+
+/// The kernel the encoder and decoder will use: the best one, or the one
+/// `LTX_GF_KERNEL` forces, checked here so that a bad value is a clear error.
+fn forced_kernel() -> anyhow::Result<Kernel> {
+    match std::env::var(KERNEL_ENV) {
+        Ok(name) if !name.is_empty() => {
+            let kind: KernelKind = name
+                .parse()
+                .with_context(|| format!("{KERNEL_ENV}={name}"))?;
+            Kernel::new(kind).with_context(|| format!("{KERNEL_ENV}={name}"))?;
+            Ok(kernel())
+        }
+        _ => Ok(kernel()),
+    }
 }
 
 /// Region kernels at each size, with the memory baseline and the peers.
