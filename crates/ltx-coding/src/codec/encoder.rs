@@ -243,14 +243,11 @@ impl Encoder {
         self.config
             .code
             .coefficients(window, key, &mut self.coefficients)?;
-        let sources: Vec<&[u8]> = window
-            .ids()
-            .map(|id| {
-                let start = self.slot(id) * size;
-                &self.ring[start..start + size]
-            })
-            .collect();
-        self.kernel.dot_product(out, &sources, &self.coefficients);
+        let terms = self.coefficients.iter().zip(window.ids()).map(|(&c, id)| {
+            let start = self.slot(id) * size;
+            (c, &self.ring[start..start + size])
+        });
+        dot_product_terms(self.kernel, out, terms, false);
         Ok(())
     }
 
@@ -281,4 +278,139 @@ pub fn repair_from_sources(
     code.coefficients(window, key, &mut coefficients)?;
     kernel().dot_product(out, sources, &coefficients);
     Ok(())
+}
+
+/// Sources handed to the kernel's dot product in one call. They are gathered
+/// on the stack, so that building a repair symbol or reducing an equation
+/// allocates nothing; `dst` then goes through memory once per this many
+/// sources, a small cost beside reading the sources themselves.
+const DOT_BATCH: usize = 32;
+
+/// `dst = Σ c·src` over `terms` (`dst ^= Σ c·src` if `accumulate`), through
+/// the kernel's dot product, `DOT_BATCH` sources at a time.
+///
+/// Every source must be as long as `dst`.
+pub(super) fn dot_product_terms<'a>(
+    kernel: Kernel,
+    dst: &mut [u8],
+    terms: impl IntoIterator<Item = (u8, &'a [u8])>,
+    mut accumulate: bool,
+) {
+    let mut sources: [&[u8]; DOT_BATCH] = [&[]; DOT_BATCH];
+    let mut factors = [0u8; DOT_BATCH];
+    let mut n = 0;
+    for (c, source) in terms {
+        if c == 0 {
+            continue;
+        }
+        sources[n] = source;
+        factors[n] = c;
+        n += 1;
+        if n == DOT_BATCH {
+            flush(kernel, dst, &sources, &factors, accumulate);
+            accumulate = true;
+            n = 0;
+        }
+    }
+    if n > 0 || !accumulate {
+        flush(kernel, dst, &sources[..n], &factors[..n], accumulate);
+    }
+}
+
+fn flush(kernel: Kernel, dst: &mut [u8], sources: &[&[u8]], factors: &[u8], accumulate: bool) {
+    if accumulate {
+        kernel.dot_product_add(dst, sources, factors);
+    } else {
+        kernel.dot_product(dst, sources, factors);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gf256;
+
+    fn config(max_window: u16) -> EncoderConfig {
+        EncoderConfig {
+            symbol_size: 5,
+            max_window,
+            code: Code::default(),
+        }
+    }
+
+    /// The batched dot product against the scalar definition, across batch
+    /// boundaries, with zero coefficients skipped and `dst` kept or not.
+    #[test]
+    fn dot_product_terms_matches_the_definition() {
+        let kernel = kernel();
+        for count in [0, 1, 31, 32, 33, 64, 65, 100] {
+            let sources: Vec<Vec<u8>> = (0..count)
+                .map(|i| (0..37).map(|j| (i * 7 + j * 13 + 1) as u8).collect())
+                .collect();
+            let factors: Vec<u8> = (0..count).map(|i| (i * 11 % 5) as u8).collect();
+            for accumulate in [false, true] {
+                let mut want = vec![0x5Au8; 37];
+                if !accumulate {
+                    want.fill(0);
+                }
+                for (source, &c) in sources.iter().zip(&factors) {
+                    for (w, &s) in want.iter_mut().zip(source) {
+                        *w ^= gf256::mul(c, s);
+                    }
+                }
+                let mut got = vec![0x5Au8; 37];
+                let terms = factors
+                    .iter()
+                    .copied()
+                    .zip(sources.iter().map(Vec::as_slice));
+                dot_product_terms(kernel, &mut got, terms, accumulate);
+                assert_eq!(got, want, "{count} sources, accumulate {accumulate}");
+            }
+        }
+    }
+
+    /// The ring reuses the slot of an acknowledged symbol, and what a repair
+    /// reads is the symbol now in the slot.
+    #[test]
+    fn the_ring_wraps_onto_acknowledged_slots() {
+        let mut encoder = Encoder::new(config(3)).unwrap();
+        for i in 0..3u8 {
+            encoder.push(&[i; 5]).unwrap();
+        }
+        assert_eq!(encoder.push(&[9; 5]), Err(EncodeError::Full(3)));
+        encoder.acknowledge(SymbolId(2));
+        assert_eq!(encoder.push(&[3; 5]), Ok(SymbolId(3)));
+        assert_eq!(encoder.push(&[4; 5]), Ok(SymbolId(4)));
+        assert_eq!(encoder.source(SymbolId(1)), None);
+        assert_eq!(encoder.source(SymbolId(4)), Some(&[4u8; 5][..]));
+        assert_eq!(
+            encoder.ring.len(),
+            3 * 5,
+            "never more than max_window slots"
+        );
+
+        // Over the wrapped window [2, 5), the repair is Σ c·s from the slots.
+        let window = Window::new(SymbolId(2), 3);
+        let mut repair = [0u8; 5];
+        encoder.repair(window, RepairKey(4), &mut repair).unwrap();
+        let mut c = [0u8; 3];
+        Code::default()
+            .coefficients(window, RepairKey(4), &mut c)
+            .unwrap();
+        let want = gf256::mul(c[0], 2) ^ gf256::mul(c[1], 3) ^ gf256::mul(c[2], 4);
+        assert_eq!(repair, [want; 5]);
+    }
+
+    /// Acknowledging never runs ahead of what was pushed, nor backwards.
+    #[test]
+    fn acknowledge_is_clamped_to_the_held_symbols() {
+        let mut encoder = Encoder::new(config(4)).unwrap();
+        encoder.push(b"a").unwrap();
+        encoder.push(b"b").unwrap();
+        encoder.acknowledge(SymbolId(10));
+        assert_eq!((encoder.oldest(), encoder.held()), (SymbolId(2), 0));
+        encoder.acknowledge(SymbolId(1));
+        assert_eq!(encoder.oldest(), SymbolId(2));
+        assert_eq!(encoder.push(b"c"), Ok(SymbolId(2)));
+    }
 }
