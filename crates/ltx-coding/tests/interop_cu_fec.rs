@@ -71,6 +71,41 @@ fn ltx_code(field: Field, dt: u8) -> Code {
     }
 }
 
+/// An ltx decoder and a cu-fec decoder, both starting at `first`, that have
+/// received the same source symbols; each is lost with probability `loss`.
+/// Returns them and the ids lost.
+fn receivers(
+    code: Code,
+    field: Field,
+    first: u64,
+    data: &[[u8; SIZE]],
+    loss: f64,
+    rng: &mut SmallRng,
+) -> (Decoder, PeerDecoder, Vec<u64>) {
+    let config = DecoderConfig {
+        symbol_size: SIZE,
+        max_window: WINDOW as u16,
+        code,
+    };
+    let mut ours = Decoder::starting_at(config, SymbolId(first)).unwrap();
+    let mut peer = PeerDecoder::new(peer_config(field), WINDOW).unwrap();
+    peer.discard_before(EncodingSymbolId::new(first as u32))
+        .unwrap();
+    let mut lost = Vec::new();
+    for (i, s) in data.iter().enumerate() {
+        let id = first + i as u64;
+        if rng.random_bool(loss) {
+            lost.push(id);
+            continue;
+        }
+        ours.receive_source(SymbolId(id), s).unwrap();
+        let _ = peer
+            .receive_source(EncodingSymbolId::new(id as u32), s)
+            .unwrap();
+    }
+    (ours, peer, lost)
+}
+
 fn random_symbols(rng: &mut SmallRng, n: usize) -> Vec<[u8; SIZE]> {
     (0..n)
         .map(|_| {
@@ -259,28 +294,7 @@ fn ltx_to_peer(seed: u64, field: Field) -> Result<usize, TestCaseError> {
     for s in &data {
         encoder.push(s).unwrap();
     }
-    let decoder_config = DecoderConfig {
-        symbol_size: SIZE,
-        max_window: WINDOW as u16,
-        code,
-    };
-    let mut ours = Decoder::starting_at(decoder_config, SymbolId(first)).unwrap();
-    let mut peer = PeerDecoder::new(peer_config(field), WINDOW).unwrap();
-    peer.discard_before(EncodingSymbolId::new(first as u32))
-        .unwrap();
-
-    let mut lost = Vec::new();
-    for (i, s) in data.iter().enumerate() {
-        if rng.random_bool(loss) {
-            lost.push(first + i as u64);
-            continue;
-        }
-        let id = first + i as u64;
-        ours.receive_source(SymbolId(id), s).unwrap();
-        let _ = peer
-            .receive_source(EncodingSymbolId::new(id as u32), s)
-            .unwrap();
-    }
+    let (mut ours, mut peer, lost) = receivers(code, field, first, &data, loss, &mut rng);
     let mut payload = [0u8; SIZE];
     for _ in 0..lost.len() + 1 {
         let start = rng.random_range(0..n);
@@ -339,27 +353,7 @@ fn peer_to_ltx(seed: u64, field: Field) -> Result<usize, TestCaseError> {
         encoder.push_source(s).unwrap();
     }
     let code = ltx_code(field, dt);
-    let config = DecoderConfig {
-        symbol_size: SIZE,
-        max_window: WINDOW as u16,
-        code,
-    };
-    let mut ours = Decoder::starting_at(config, SymbolId(first)).unwrap();
-    let mut peer = PeerDecoder::new(peer_config(field), WINDOW).unwrap();
-    peer.discard_before(EncodingSymbolId::new(first as u32))
-        .unwrap();
-    let mut lost = Vec::new();
-    for (i, s) in data.iter().enumerate() {
-        if rng.random_bool(loss) {
-            lost.push(first + i as u64);
-            continue;
-        }
-        let id = first + i as u64;
-        ours.receive_source(SymbolId(id), s).unwrap();
-        let _ = peer
-            .receive_source(EncodingSymbolId::new(id as u32), s)
-            .unwrap();
-    }
+    let (mut ours, mut peer, lost) = receivers(code, field, first, &data, loss, &mut rng);
     // Repairs over [first, end), then over ever shorter suffixes of it.
     let mut payload = [0u8; SIZE];
     let mut coefficients = Vec::new();
