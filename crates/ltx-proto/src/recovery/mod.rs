@@ -1,0 +1,1 @@
+//! Loss estimation and redundancy: how much repair to send.

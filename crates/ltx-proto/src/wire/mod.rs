@@ -1,0 +1,1 @@
+//! The packet and frame format.

@@ -1,0 +1,3 @@
+//! A deterministic discrete-event network simulator: endpoints exchange
+//! datagrams over [`ltx_link`] links in virtual time, driven by one seeded
+//! random source.
