@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod sim;
 
 /// ltx: a loss-tolerant reliable transport.
 #[derive(Debug, Parser)]
@@ -19,12 +20,16 @@ enum Command {
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Run the deterministic simulator.
+    #[command(subcommand)]
+    Sim(sim::SimCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(command) => bench::run(command),
+        Command::Sim(command) => sim::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,321 @@
+//! `ltx sim …`: the deterministic simulator from the command line.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use ltx_sim::scenario::{Scenario, ScenarioResult};
+use ltx_sim::units::{parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec};
+use serde_json::{json, Map, Value};
+
+/// What `ltx sim` can do.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SimCommand {
+    /// Simulate one transfer (or N flows on one bottleneck) and print its
+    /// figures.
+    Run(RunArgs),
+    /// Run a scenario matrix and print it as a table.
+    Matrix(MatrixArgs),
+}
+
+/// The path and transfer of `ltx sim run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// Bottleneck rate (e.g. 50mbit, 1gbit).
+    #[arg(long, default_value = "50mbit", value_parser = parse_rate)]
+    rate: u64,
+    /// Round-trip propagation delay (e.g. 600ms).
+    #[arg(long, default_value = "600ms", value_parser = parse_duration)]
+    rtt: Duration,
+    /// Mean random loss on the data direction (e.g. 10% or 0.1).
+    #[arg(long, default_value = "0", value_parser = parse_fraction)]
+    loss: f64,
+    /// Mean loss burst in packets (Gilbert–Elliott); 1 is uncorrelated.
+    #[arg(long, default_value_t = 1.0)]
+    burst: f64,
+    /// Bytes per flow (e.g. 10MB, 100MiB).
+    #[arg(long, default_value = "10MB", value_parser = parse_size)]
+    size: u64,
+    /// The seed every random choice derives from.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Flows sharing the bottleneck.
+    #[arg(long, default_value_t = 1)]
+    flows: usize,
+    /// Bottleneck queue (e.g. 1bdp, 100pkt, 64KB, unlimited).
+    #[arg(long, default_value = "1bdp", value_parser = parse_queue)]
+    queue: QueueSpec,
+    /// Mark ECN at the bottleneck (CoDel) instead of only dropping.
+    #[arg(long)]
+    ecn: bool,
+    /// Print one JSON object instead of a summary.
+    #[arg(long)]
+    json: bool,
+    /// Write the sender's trace events to this file as JSON lines.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+}
+
+/// `ltx sim matrix`.
+#[derive(Debug, Args)]
+pub(crate) struct MatrixArgs {
+    /// Which matrix: `seed` (the two LT-TCP tables of seed 000).
+    name: String,
+    /// Bytes per transfer in the long-delay table (the seed used 10MB).
+    #[arg(long, default_value = "10MB", value_parser = parse_size)]
+    size: u64,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object per cell instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs an `ltx sim` command.
+pub(crate) fn run(command: SimCommand) -> anyhow::Result<()> {
+    match command {
+        SimCommand::Run(args) => run_one(&args),
+        SimCommand::Matrix(args) => run_matrix(&args),
+    }
+}
+
+fn check_burst(burst: f64) -> anyhow::Result<()> {
+    if !burst.is_finite() || burst < 1.0 {
+        bail!("--burst {burst}: the mean burst length must be at least 1 packet");
+    }
+    Ok(())
+}
+
+fn run_one(args: &RunArgs) -> anyhow::Result<()> {
+    check_burst(args.burst)?;
+    if args.flows == 0 {
+        bail!("--flows must be at least 1");
+    }
+    if args.loss >= 1.0 {
+        bail!("--loss must be below 100%: nothing crosses a path that loses everything");
+    }
+    let scenario = Scenario {
+        rate_bps: args.rate,
+        rtt: args.rtt,
+        loss: args.loss,
+        burst: args.burst,
+        size: args.size,
+        seed: args.seed,
+        flows: args.flows,
+        queue: args.queue,
+        ecn: args.ecn,
+        trace: args.trace.is_some(),
+        ..Scenario::default()
+    };
+    let started = std::time::Instant::now();
+    let result = scenario.run().context("building the scenario")?;
+    let cpu_s = started.elapsed().as_secs_f64();
+    if let Some(path) = &args.trace {
+        write_trace(path, &scenario).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.json {
+        let mut object = result_json(&result);
+        object.insert("seed".into(), json!(args.seed));
+        object.insert("wall_s".into(), json!(round(cpu_s, 3)));
+        println!("{}", Value::Object(object));
+    } else {
+        print_summary(&scenario, &result, cpu_s);
+    }
+    if !result.verified {
+        bail!("the transfer was not delivered intact (seed {})", args.seed);
+    }
+    Ok(())
+}
+
+fn write_trace(path: &PathBuf, scenario: &Scenario) -> anyhow::Result<()> {
+    // The trace is re-made by a second run of the same seed: the simulator
+    // is deterministic, so it is the same run.
+    let traced = scenario.run_traced()?;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for (at, event) in traced {
+        writeln!(out, "{}", json!({"time_s": round(at, 6), "event": format!("{event:?}")}))?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let scale = 10f64.powi(digits);
+    (x * scale).round() / scale
+}
+
+fn result_json(result: &ScenarioResult) -> Map<String, Value> {
+    let mut o = Map::new();
+    o.insert("completion_s".into(), json!(result.completion_s.map(|c| round(c, 4))));
+    o.insert("ideal_s".into(), json!(round(result.ideal_s, 4)));
+    o.insert("ratio".into(), json!(result.ratio.map(|r| round(r, 4))));
+    o.insert("goodput_bps".into(), json!(result.goodput_bps.round()));
+    o.insert("efficiency".into(), json!(round(result.efficiency, 4)));
+    o.insert("overhead".into(), json!(round(result.overhead, 4)));
+    o.insert("overhead_total".into(), json!(round(result.overhead_total, 4)));
+    o.insert("delay_p50_ms".into(), json!(round(result.delay_p50_ms, 2)));
+    o.insert("delay_p99_ms".into(), json!(round(result.delay_p99_ms, 2)));
+    o.insert("queue_delay_p95_ms".into(), json!(round(result.queue_delay_p95_ms, 2)));
+    o.insert("queue_loss".into(), json!(round(result.queue_loss, 5)));
+    o.insert("random_loss".into(), json!(round(result.random_loss, 5)));
+    o.insert("verified".into(), json!(result.verified));
+    if let Some(j) = result.jain {
+        o.insert("jain".into(), json!(round(j, 4)));
+    }
+    if result.flows.len() > 1 || result.flows.iter().any(|f| f.error.is_some()) {
+        let flows: Vec<Value> = result
+            .flows
+            .iter()
+            .map(|f| {
+                json!({
+                    "completion_s": f.completion_s.map(|c| round(c, 4)),
+                    "goodput_bps": f.goodput_bps.round(),
+                    "overhead": round(f.overhead, 4),
+                    "verified": f.verified,
+                    "error": f.error,
+                })
+            })
+            .collect();
+        o.insert("flows".into(), json!(flows));
+    }
+    let repaired: u64 = result.flows.iter().map(|f| f.symbols_repaired).sum();
+    let repairs: u64 = result.flows.iter().map(|f| f.repair_sent).sum();
+    let sources: u64 = result.flows.iter().map(|f| f.source_sent).sum();
+    o.insert("source_symbols".into(), json!(sources));
+    o.insert("repair_symbols".into(), json!(repairs));
+    o.insert("symbols_repaired".into(), json!(repaired));
+    o.insert("simulated_s".into(), json!(round(result.simulated_s, 3)));
+    o
+}
+
+fn print_summary(scenario: &Scenario, result: &ScenarioResult, cpu_s: f64) {
+    println!(
+        "path: {} Mbit/s, RTT {} ms, loss {:.1} % (burst {}), {} flow(s), {} bytes each",
+        scenario.rate_bps as f64 / 1e6,
+        scenario.rtt.as_millis(),
+        scenario.loss * 100.0,
+        scenario.burst,
+        scenario.flows,
+        scenario.size
+    );
+    match (result.completion_s, result.ratio) {
+        (Some(c), Some(r)) => println!(
+            "completed in {c:.3} s (ideal {:.3} s, T/T* = {r:.3}), goodput {:.2} Mbit/s, efficiency {:.3}",
+            result.ideal_s,
+            result.goodput_bps / 1e6,
+            result.efficiency
+        ),
+        _ => println!("did not complete (ideal {:.3} s)", result.ideal_s),
+    }
+    println!(
+        "overhead {:.4} (both directions {:.4}); delivery delay p50 {:.1} ms, p99 {:.1} ms",
+        result.overhead, result.overhead_total, result.delay_p50_ms, result.delay_p99_ms
+    );
+    println!(
+        "bottleneck: queueing delay p95 {:.1} ms, queue loss {:.3} %",
+        result.queue_delay_p95_ms,
+        result.queue_loss * 100.0
+    );
+    if let Some(j) = result.jain {
+        println!("jain {j:.3}");
+    }
+    println!(
+        "verified: {}; simulated {:.1} s in {:.2} s of CPU",
+        result.verified, result.simulated_s, cpu_s
+    );
+}
+
+/// One table of the seed matrix.
+struct Table {
+    title: &'static str,
+    rate_bps: u64,
+    rtt: Duration,
+    losses: &'static [f64],
+}
+
+const PATTERNS: [(f64, &str); 4] = [(1.0, "uncorrelated"), (2.0, "E=2"), (5.0, "E=5"), (10.0, "E=10")];
+
+fn run_matrix(args: &MatrixArgs) -> anyhow::Result<()> {
+    if args.name != "seed" {
+        bail!("unknown matrix '{}': the one matrix is 'seed' (the two LT-TCP tables of seed 000)", args.name);
+    }
+    let tables = [
+        Table {
+            title: "Correlated erasures: 100 Mbit/s, 20 ms RTT, 10 MB",
+            rate_bps: 100_000_000,
+            rtt: Duration::from_millis(20),
+            losses: &[0.0, 0.05, 0.10, 0.20],
+        },
+        Table {
+            title: "Long delay: 50 Mbit/s, 600 ms RTT",
+            rate_bps: 50_000_000,
+            rtt: Duration::from_millis(600),
+            losses: &[0.0, 0.05, 0.10, 0.20, 0.30, 0.40, 0.50],
+        },
+    ];
+    let mut all_verified = true;
+    for (index, table) in tables.iter().enumerate() {
+        let size = if index == 1 { args.size } else { 10_000_000 };
+        if !args.json {
+            println!("{} ({} bytes): transfer time in seconds (T/T*)", table.title, size);
+            print!("{:<8}", "loss");
+            for (_, name) in PATTERNS {
+                print!("{name:>18}");
+            }
+            println!();
+        }
+        for &loss in table.losses {
+            if !args.json {
+                print!("{:<8}", format!("{:.0}%", loss * 100.0));
+            }
+            for (burst, name) in PATTERNS {
+                if loss == 0.0 && burst > 1.0 {
+                    if !args.json {
+                        print!("{:>18}", "N/A");
+                    }
+                    continue;
+                }
+                let scenario = Scenario {
+                    rate_bps: table.rate_bps,
+                    rtt: table.rtt,
+                    loss,
+                    burst,
+                    size,
+                    seed: args.seed,
+                    ..Scenario::default()
+                };
+                let result = scenario.run()?;
+                all_verified &= result.verified;
+                if args.json {
+                    let mut o = result_json(&result);
+                    o.insert("table".into(), json!(table.title));
+                    o.insert("loss".into(), json!(loss));
+                    o.insert("pattern".into(), json!(name));
+                    o.insert("size".into(), json!(size));
+                    println!("{}", Value::Object(o));
+                } else {
+                    let cell = match (result.completion_s, result.ratio, result.verified) {
+                        (Some(c), Some(r), true) => format!("{c:.2} ({r:.2})"),
+                        (Some(c), Some(r), false) => format!("{c:.2} ({r:.2}) BAD"),
+                        _ => "∞".to_owned(),
+                    };
+                    print!("{cell:>18}");
+                    let _ = std::io::stdout().flush();
+                }
+            }
+            if !args.json {
+                println!();
+            }
+        }
+        if !args.json {
+            println!();
+        }
+    }
+    if !all_verified {
+        bail!("a transfer was not delivered intact");
+    }
+    Ok(())
+}

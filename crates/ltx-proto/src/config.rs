@@ -1,0 +1,134 @@
+//! How a connection is sized and which policies it runs.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::congestion::{ControllerFactory, CtcpConfig};
+use crate::recovery::RedundancyConfig;
+
+/// Symbols of history the receiver keeps below its first unknown symbol, so
+/// that a repair symbol whose window starts a little before it (the sender
+/// learns of progress one round trip late) can still be used.
+pub(crate) const DECODER_HISTORY: u16 = 512;
+
+/// The settings of one connection: sizes, limits, timers and the policies
+/// (congestion controller, redundancy) it runs.
+///
+/// Memory per connection is bounded by these numbers: the sender holds at
+/// most `max_window` unacknowledged symbols of `symbol_size` bytes (its
+/// encoder ring) plus `send_buffer` bytes per stream; the receiver holds a
+/// decoder of `max_window + 512` symbols (allocated on first use) and at
+/// most `stream_receive_window` bytes per stream and `receive_window` bytes
+/// in all waiting to be read.
+#[derive(Clone)]
+pub struct TransportConfig {
+    /// Largest UDP payload sent, in bytes (≥ 1200). Symbols are sized so a
+    /// packet with a symbol, its headers and a 16-byte authentication tag
+    /// fits.
+    pub max_datagram: u16,
+    /// Most source symbols the peer may send beyond the first one this end
+    /// has not decoded: the decoding window. Must leave room for
+    /// [`DECODER_HISTORY`](crate::config) below `u16::MAX`.
+    pub max_window: u16,
+    /// Bytes in all streams the peer may send beyond what the application
+    /// has read (connection flow control).
+    pub receive_window: u64,
+    /// Bytes per stream the peer may send beyond what the application has
+    /// read (stream flow control).
+    pub stream_receive_window: u64,
+    /// Bytes a stream buffers from the application before they are put in
+    /// symbols; `write` accepts no more until they are sent.
+    pub send_buffer: u64,
+    /// Streams the peer may open.
+    pub max_streams: u64,
+    /// The connection closes when nothing has been received for this long.
+    pub idle_timeout: Duration,
+    /// Sends a ping when nothing has been sent for this long (keeps NAT
+    /// bindings and the peer's idle timer alive); `None` sends none.
+    pub keep_alive: Option<Duration>,
+    /// RTT assumed before the first sample.
+    pub initial_rtt: Duration,
+    /// Longest the receiver waits before acknowledging.
+    pub max_ack_delay: Duration,
+    /// Ack-eliciting packets received before an acknowledgement is sent at
+    /// once.
+    pub ack_frequency: u32,
+    /// Widest window, in symbols, a proactive repair symbol covers.
+    pub max_repair_span: u16,
+    /// The redundancy policy.
+    pub redundancy: RedundancyConfig,
+    /// The congestion controller.
+    pub congestion: Arc<dyn ControllerFactory>,
+    /// Whether to emit trace events (packets, symbols, metrics) through
+    /// `poll_event`; off by default, since each costs an allocation.
+    pub trace: bool,
+}
+
+impl Default for TransportConfig {
+    fn default() -> TransportConfig {
+        TransportConfig {
+            max_datagram: 1400,
+            max_window: 16_384,
+            receive_window: 64 << 20,
+            stream_receive_window: 32 << 20,
+            send_buffer: 4 << 20,
+            max_streams: 256,
+            idle_timeout: Duration::from_secs(30),
+            keep_alive: None,
+            initial_rtt: Duration::from_millis(333),
+            max_ack_delay: Duration::from_millis(25),
+            ack_frequency: 2,
+            max_repair_span: 256,
+            redundancy: RedundancyConfig::default(),
+            congestion: Arc::new(CtcpConfig::default()),
+            trace: false,
+        }
+    }
+}
+
+impl fmt::Debug for TransportConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransportConfig")
+            .field("max_datagram", &self.max_datagram)
+            .field("max_window", &self.max_window)
+            .field("receive_window", &self.receive_window)
+            .field("stream_receive_window", &self.stream_receive_window)
+            .field("send_buffer", &self.send_buffer)
+            .field("max_streams", &self.max_streams)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("keep_alive", &self.keep_alive)
+            .field("congestion", &self.congestion)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A configuration the connection cannot run with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A datagram size below the 1200 bytes every path must carry.
+    #[error("max_datagram {0} is below 1200 bytes")]
+    DatagramTooSmall(u16),
+    /// A decoding window of zero, or one that leaves no room for history.
+    #[error("max_window {0} is out of range (1 to {max})", max = u16::MAX - DECODER_HISTORY)]
+    Window(u16),
+    /// A repair span of zero.
+    #[error("max_repair_span must be at least 1")]
+    RepairSpan,
+}
+
+impl TransportConfig {
+    /// Checks the settings.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_datagram < 1200 {
+            return Err(ConfigError::DatagramTooSmall(self.max_datagram));
+        }
+        if self.max_window == 0 || self.max_window > u16::MAX - DECODER_HISTORY {
+            return Err(ConfigError::Window(self.max_window));
+        }
+        if self.max_repair_span == 0 {
+            return Err(ConfigError::RepairSpan);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,1413 @@
+//! A connection: the sans-IO state machine of one ltx association.
+
+mod received;
+mod sent;
+mod streams;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use ltx_coding::codec::{Code, Decoder, DecoderConfig, EncodeError, Encoder, EncoderConfig};
+use ltx_coding::rfc8681::Density;
+use ltx_coding::{RepairKey, SymbolId, Window};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::config::{TransportConfig, DECODER_HISTORY};
+use crate::congestion::{Controller, Pacer};
+use crate::event::{codes, CloseReason, Event, Metrics, PacketKind, TraceEvent};
+use crate::protection::{PacketProtection, PlainProtection, TAG_LEN};
+use crate::recovery::{LossEstimate, LossEstimator, RedundancyPolicy};
+use crate::rtt::RttEstimator;
+use crate::wire::{
+    AckFrame, CloseFrame, ConnectionId, DecoderState, EcnCounts, Frame, Frames, HandshakeFrame,
+    Header, PacketNumber, PacketType, RepairFrame, Side, SourceFrame, StreamId, TransportParams,
+    MAX_HEADER_LEN,
+};
+
+use received::ReceivedPackets;
+use sent::{AckOutcome, Carried, SentPacket, SentPackets};
+use streams::{frame_name, StreamLimits, Streams, Violation};
+pub use streams::{ReadOutcome, StreamError};
+
+/// The ECN codepoint of a datagram, as the driver reads and writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum EcnCodepoint {
+    /// Not ECN-capable.
+    #[default]
+    NotEct,
+    /// ECT(0).
+    Ect0,
+    /// ECT(1).
+    Ect1,
+    /// Congestion experienced.
+    Ce,
+}
+
+/// A datagram to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transmit {
+    /// The UDP payload.
+    pub contents: Vec<u8>,
+    /// The ECN codepoint to send it with.
+    pub ecn: EcnCodepoint,
+}
+
+/// Bytes a packet spends on its header and its largest symbol frame (a
+/// repair: type, window, key, density, length).
+const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1 + 2;
+/// Smallest datagram a client's first packet is padded to, so that a path
+/// that cannot carry full packets fails at once.
+const MIN_INITIAL: usize = 1200;
+/// Longest a connection lingers after a close to absorb the peer's
+/// packets, in PTOs.
+const DRAIN_PTOS: u32 = 3;
+
+/// The symbol size both ends use: what fits in the smaller datagram.
+fn symbol_size(max_datagram: u16) -> usize {
+    usize::from(max_datagram) - MAX_HEADER_LEN - SYMBOL_FRAME_OVERHEAD - TAG_LEN
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Handshaking,
+    Established,
+    /// CLOSE sent (or received); absorbing packets until the time given.
+    Draining(Instant),
+    Closed,
+}
+
+/// The connection's timers, one slot each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timer {
+    Idle = 0,
+    Ack = 1,
+    Loss = 2,
+    Probe = 3,
+    Pacing = 4,
+    KeepAlive = 5,
+}
+
+const TIMERS: usize = 6;
+const ALL_TIMERS: [Timer; TIMERS] = [
+    Timer::Idle,
+    Timer::Ack,
+    Timer::Loss,
+    Timer::Probe,
+    Timer::Pacing,
+    Timer::KeepAlive,
+];
+
+/// Counters and estimates of a connection, for `stats()`.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ConnectionStats {
+    /// Smoothed round-trip time.
+    pub rtt: Duration,
+    /// Minimum round-trip time seen.
+    pub min_rtt: Duration,
+    /// Estimated random loss rate of the path towards the peer.
+    pub loss_rate: f64,
+    /// Estimated mean loss burst, packets.
+    pub loss_burst: f64,
+    /// Proactive repair symbols per source symbol now.
+    pub redundancy: f64,
+    /// Congestion window, bytes.
+    pub cwnd: u64,
+    /// Pacing rate, bytes per second.
+    pub pacing_rate: u64,
+    /// Bytes in flight.
+    pub bytes_in_flight: u64,
+    /// UDP payload bytes sent.
+    pub bytes_sent: u64,
+    /// UDP payload bytes received.
+    pub bytes_received: u64,
+    /// Datagrams sent.
+    pub packets_sent: u64,
+    /// Datagrams received and accepted.
+    pub packets_received: u64,
+    /// Datagrams dropped: malformed, duplicate, unauthenticated or late.
+    pub packets_dropped: u64,
+    /// Packets declared lost.
+    pub packets_lost: u64,
+    /// Source symbols sent.
+    pub source_symbols_sent: u64,
+    /// Repair symbols sent.
+    pub repair_symbols_sent: u64,
+    /// Source symbols of the peer decoded from repair symbols (never
+    /// received as such).
+    pub symbols_repaired: u64,
+    /// Repair symbols from the peer that came too late to be used.
+    pub repairs_stale: u64,
+    /// ECN-CE marks reported by the peer.
+    pub ce_marks: u64,
+    /// Stream bytes the application has read.
+    pub stream_bytes_read: u64,
+}
+
+/// One ltx connection: a sans-IO state machine.
+///
+/// Its methods are of four kinds, as in quinn-proto:
+/// - getters ([`stats`](Connection::stats), [`side`](Connection::side), ...);
+/// - inputs: [`handle_datagram`](Connection::handle_datagram) and
+///   [`handle_timeout`](Connection::handle_timeout);
+/// - application commands: streams ([`open_stream`](Connection::open_stream),
+///   [`write`](Connection::write), [`read`](Connection::read), ...) and
+///   [`close`](Connection::close) / [`abort`](Connection::abort);
+/// - outputs: [`poll_transmit`](Connection::poll_transmit),
+///   [`poll_timeout`](Connection::poll_timeout),
+///   [`poll_event`](Connection::poll_event).
+///
+/// **Poll order.** After every input or command, the driver calls
+/// `poll_transmit` until it returns `None` (sending each datagram), then
+/// `poll_event` until `None`, then `poll_timeout` to learn when to call
+/// `handle_timeout` next. Time only ever comes in as `now`.
+///
+/// ```
+/// use std::time::Instant;
+/// use ltx_proto::{Connection, ReadOutcome, TransportConfig};
+///
+/// let now = Instant::now();
+/// let mut client = Connection::client(TransportConfig::default(), now, 1)?;
+/// let mut server = Connection::server(TransportConfig::default(), now, 2)?;
+/// // A perfect network: hand every datagram straight across.
+/// let mut pump = |a: &mut Connection, b: &mut Connection| {
+///     while let Some(t) = a.poll_transmit(now) {
+///         b.handle_datagram(now, &t.contents, t.ecn);
+///     }
+/// };
+/// pump(&mut client, &mut server);
+/// pump(&mut server, &mut client);
+/// let stream = client.open_stream()?;
+/// client.write(stream, b"hello")?;
+/// client.finish(stream)?;
+/// pump(&mut client, &mut server);
+/// let id = server.accept_stream().expect("the client opened a stream");
+/// let mut buf = [0u8; 16];
+/// assert_eq!(server.read(id, &mut buf)?, ReadOutcome::Data(5));
+/// assert_eq!(&buf[..5], b"hello");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Connection {
+    side: Side,
+    config: TransportConfig,
+    state: State,
+    local_cid: ConnectionId,
+    remote_cid: ConnectionId,
+    protection: Box<dyn PacketProtection>,
+
+    next_number: u64,
+    sent: SentPackets,
+    received: ReceivedPackets,
+    largest_acked: Option<u64>,
+    largest_received_time: Option<Instant>,
+    ack_eliciting_unacked: u32,
+    ack_needed: bool,
+    ecn_received: EcnCounts,
+    peer_ce: u64,
+    handshake_to_send: bool,
+    handshake_attempts: u32,
+    /// When the client's first Initial left, for the first RTT sample.
+    handshake_sent: Option<Instant>,
+    close_to_send: Option<(u64, String)>,
+    close_requested: bool,
+    close_reason: Option<CloseReason>,
+
+    symbol_size: usize,
+    encoder: Option<Encoder>,
+    decoder: Option<Decoder>,
+    symbol_scratch: Vec<u8>,
+    peer_window: u64,
+    peer_decoded_through: SymbolId,
+    peer_end: SymbolId,
+    peer_missing: u64,
+    next_repair_key: u16,
+    repair_credit: f64,
+    reactive_owed: u64,
+    tail_owed: u64,
+    tail_armed: bool,
+    probe_owed: u32,
+    pto_count: u32,
+    round_start: Option<Instant>,
+    round_sent: u64,
+    round_lost: u64,
+
+    streams: Streams,
+    rtt: RttEstimator,
+    loss: LossEstimator,
+    policy: RedundancyPolicy,
+    controller: Box<dyn Controller>,
+    pacer: Pacer,
+    last_sent: Instant,
+
+    timers: [Option<Instant>; TIMERS],
+    events: VecDeque<Event>,
+    stats: ConnectionStats,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("side", &self.side)
+            .field("state", &self.state)
+            .field("local_cid", &self.local_cid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// A client connection; its first `poll_transmit` starts the handshake.
+    /// `seed` feeds every random choice (connection ids).
+    pub fn client(
+        config: TransportConfig,
+        now: Instant,
+        seed: u64,
+    ) -> Result<Connection, crate::ConfigError> {
+        let mut connection = Connection::new(Side::Client, config, now, seed)?;
+        connection.remote_cid = ConnectionId(connection_rng(seed).random());
+        connection.handshake_to_send = true;
+        Ok(connection)
+    }
+
+    /// A server connection waiting for a client's first packet.
+    pub fn server(
+        config: TransportConfig,
+        now: Instant,
+        seed: u64,
+    ) -> Result<Connection, crate::ConfigError> {
+        Connection::new(Side::Server, config, now, seed)
+    }
+
+    fn new(
+        side: Side,
+        config: TransportConfig,
+        now: Instant,
+        seed: u64,
+    ) -> Result<Connection, crate::ConfigError> {
+        config.validate()?;
+        let mut rng = connection_rng(seed ^ 0x5eed);
+        let controller = config.congestion.build(now, config.max_datagram);
+        let limits = StreamLimits {
+            receive_window: config.receive_window,
+            stream_receive_window: config.stream_receive_window,
+            send_buffer: config.send_buffer,
+            max_streams: config.max_streams,
+        };
+        let mut connection = Connection {
+            side,
+            state: State::Handshaking,
+            local_cid: ConnectionId(rng.random()),
+            remote_cid: ConnectionId(0),
+            protection: Box::new(PlainProtection),
+            next_number: 0,
+            sent: SentPackets::default(),
+            received: ReceivedPackets::default(),
+            largest_acked: None,
+            largest_received_time: None,
+            ack_eliciting_unacked: 0,
+            ack_needed: false,
+            ecn_received: EcnCounts::default(),
+            peer_ce: 0,
+            handshake_to_send: false,
+            handshake_attempts: 0,
+            handshake_sent: None,
+            close_to_send: None,
+            close_requested: false,
+            close_reason: None,
+            symbol_size: 0,
+            encoder: None,
+            decoder: None,
+            symbol_scratch: Vec::new(),
+            peer_window: 0,
+            peer_decoded_through: SymbolId(0),
+            peer_end: SymbolId(0),
+            peer_missing: 0,
+            next_repair_key: 0,
+            repair_credit: 0.0,
+            reactive_owed: 0,
+            tail_owed: 0,
+            tail_armed: false,
+            probe_owed: 0,
+            pto_count: 0,
+            round_start: None,
+            round_sent: 0,
+            round_lost: 0,
+            streams: Streams::new(side, limits),
+            rtt: RttEstimator::new(config.initial_rtt),
+            loss: LossEstimator::new(),
+            policy: RedundancyPolicy::new(config.redundancy.clone()),
+            controller,
+            pacer: Pacer::new(config.max_datagram),
+            last_sent: now,
+            timers: [None; TIMERS],
+            events: VecDeque::new(),
+            stats: ConnectionStats::default(),
+            config,
+        };
+        connection.set_timer(Timer::Idle, now + connection.config.idle_timeout);
+        Ok(connection)
+    }
+
+    /// Replaces the packet protection (the default is plain).
+    pub fn set_protection(&mut self, protection: Box<dyn PacketProtection>) {
+        self.protection = protection;
+    }
+
+    // ---- getters ----
+
+    /// Which end this is.
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
+    /// This end's connection id (the destination id of incoming packets).
+    pub fn local_cid(&self) -> ConnectionId {
+        self.local_cid
+    }
+
+    /// Whether the handshake is complete and the connection not closed.
+    pub fn is_established(&self) -> bool {
+        self.state == State::Established
+    }
+
+    /// Whether the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.state == State::Closed
+    }
+
+    /// Counters and estimates.
+    pub fn stats(&self) -> ConnectionStats {
+        let estimate = self.loss.estimate();
+        ConnectionStats {
+            rtt: self.rtt.smoothed(),
+            min_rtt: self.rtt.min(),
+            loss_rate: estimate.rate,
+            loss_burst: estimate.burst,
+            redundancy: self.policy.proactive_ratio(&estimate),
+            cwnd: self.controller.window(),
+            pacing_rate: self.pacing_rate(),
+            bytes_in_flight: self.sent.bytes_in_flight,
+            ..self.stats
+        }
+    }
+
+    // ---- application commands ----
+
+    /// Opens a bidirectional stream.
+    pub fn open_stream(&mut self) -> Result<StreamId, StreamError> {
+        if self.state != State::Established || self.close_requested {
+            return Err(StreamError::NotConnected);
+        }
+        self.streams.open()
+    }
+
+    /// The next stream the peer opened, if any.
+    pub fn accept_stream(&mut self) -> Option<StreamId> {
+        self.streams.accept()
+    }
+
+    /// Queues bytes on a stream; returns how many were taken (fewer than
+    /// offered when the send buffer is full: a `StreamWritable` event
+    /// follows when there is room).
+    pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        if self.state != State::Established {
+            return Err(StreamError::NotConnected);
+        }
+        self.streams.write(id, data)
+    }
+
+    /// Ends a stream: the peer reads to the end, then `Finished`.
+    pub fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
+        self.streams.finish(id)
+    }
+
+    /// Abandons sending on a stream.
+    pub fn reset_stream(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        self.streams.reset(id, code)
+    }
+
+    /// Asks the peer to stop sending on a stream.
+    pub fn stop_sending(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
+        self.streams.stop_sending(id, code)
+    }
+
+    /// Reads in-order bytes from a stream.
+    pub fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadOutcome, StreamError> {
+        let outcome = self.streams.read(id, buf)?;
+        if let ReadOutcome::Data(n) = outcome {
+            self.stats.stream_bytes_read += n as u64;
+        }
+        Ok(outcome)
+    }
+
+    /// Closes gracefully: once every byte written has been delivered to the
+    /// peer's decoder, a CLOSE goes out and the connection ends with
+    /// [`CloseReason::LocallyClosed`].
+    pub fn close(&mut self, now: Instant) {
+        self.close_requested = true;
+        self.maybe_finish_close(now);
+    }
+
+    /// Closes at once with an error code and reason for the peer.
+    pub fn abort(&mut self, now: Instant, code: u64, reason: &str) {
+        self.start_close(
+            now,
+            code,
+            reason.to_owned(),
+            CloseReason::LocallyAborted {
+                code,
+                reason: reason.to_owned(),
+            },
+        );
+    }
+
+    // ---- outputs ----
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When `handle_timeout` must be called next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.state == State::Closed {
+            return None;
+        }
+        let drain = match self.state {
+            State::Draining(until) => Some(until),
+            _ => None,
+        };
+        self.timers.iter().flatten().copied().chain(drain).min()
+    }
+
+    /// Handles the expiry of timers due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let State::Draining(until) = self.state {
+            if now >= until {
+                self.state = State::Closed;
+                let reason = self.close_reason.take().unwrap_or(CloseReason::LocallyClosed);
+                self.events.push_back(Event::Closed(reason));
+                self.timers = [None; TIMERS];
+            }
+            return;
+        }
+        if self.state == State::Closed {
+            return;
+        }
+        for timer in ALL_TIMERS {
+            if !self.timers[timer as usize].is_some_and(|t| t <= now) {
+                continue;
+            }
+            self.timers[timer as usize] = None;
+            match timer {
+                Timer::Idle => {
+                    let reason = if self.state == State::Handshaking {
+                        CloseReason::HandshakeTimeout
+                    } else {
+                        CloseReason::IdleTimeout
+                    };
+                    self.state = State::Closed;
+                    self.timers = [None; TIMERS];
+                    self.events.push_back(Event::Closed(reason));
+                    return;
+                }
+                Timer::Ack => self.ack_needed = true,
+                Timer::Loss => self.detect_losses(now),
+                Timer::Probe => self.on_probe_timeout(now),
+                Timer::Pacing => {}
+                Timer::KeepAlive => self.probe_owed = self.probe_owed.max(1),
+            }
+        }
+    }
+
+    fn on_probe_timeout(&mut self, now: Instant) {
+        self.pto_count = self.pto_count.saturating_add(1);
+        match self.state {
+            State::Handshaking if self.side == Side::Client => self.handshake_to_send = true,
+            State::Established => {
+                // No feedback for a while: send a repair over everything the
+                // peer may lack (it stands in for any lost symbol), or a
+                // ping if there is nothing to repair.
+                self.probe_owed = self.probe_owed.max(1);
+                self.detect_losses(now);
+            }
+            _ => {}
+        }
+        self.arm_probe(now);
+    }
+
+    fn pto(&self) -> Duration {
+        let base = self.rtt.pto_base() + self.config.max_ack_delay;
+        base * 2u32.saturating_pow(self.pto_count.min(16))
+    }
+
+    fn arm_probe(&mut self, now: Instant) {
+        let outstanding = self.sent.ack_eliciting_in_flight > 0
+            || self.state == State::Handshaking
+            || self.unconfirmed_symbols() > 0;
+        if outstanding {
+            let from = if self.state == State::Handshaking {
+                now
+            } else {
+                self.last_sent
+            };
+            self.set_timer(Timer::Probe, from + self.pto());
+        } else {
+            self.timers[Timer::Probe as usize] = None;
+        }
+    }
+
+    /// Source symbols sent that the peer has not yet reported decoded.
+    fn unconfirmed_symbols(&self) -> u64 {
+        self.encoder
+            .as_ref()
+            .map_or(0, |e| e.next_id().0 - self.peer_decoded_through.0.min(e.next_id().0))
+    }
+
+    fn set_timer(&mut self, timer: Timer, at: Instant) {
+        self.timers[timer as usize] = Some(at);
+    }
+
+    fn pacing_rate(&self) -> u64 {
+        self.controller.pacing_rate(&self.rtt).unwrap_or_else(|| {
+            let srtt = self.rtt.smoothed().as_secs_f64().max(1e-6);
+            ((self.controller.window() as f64 * 1.25) / srtt) as u64
+        })
+    }
+
+    /// The next datagram to send, if any.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        match self.state {
+            State::Closed => return None,
+            State::Draining(_) => {
+                let (code, reason) = self.close_to_send.take()?;
+                return Some(self.build_close(code, &reason));
+            }
+            _ => {}
+        }
+        if self.handshake_to_send {
+            self.handshake_to_send = false;
+            return Some(self.build_handshake(now));
+        }
+        if self.state != State::Established {
+            return None;
+        }
+        if self.ack_needed {
+            self.ack_needed = false;
+            return Some(self.build_ack(now));
+        }
+        if let Some(transmit) = self.poll_symbol(now) {
+            return Some(transmit);
+        }
+        if self.probe_owed > 0 {
+            self.probe_owed -= 1;
+            return Some(self.build_ping(now));
+        }
+        None
+    }
+
+    fn poll_symbol(&mut self, now: Instant) -> Option<Transmit> {
+        let encoder = self.encoder.as_ref()?;
+        let held = encoder.next_id().0 - encoder.oldest().0;
+        let window_open = encoder.next_id().0 < self.peer_decoded_through.0 + self.peer_window
+            && held < u64::from(encoder.config().max_window);
+        let probe = self.probe_owed > 0 && held > 0;
+        let data = window_open && self.streams.has_pending();
+        let want_repair = held > 0
+            && (self.reactive_owed > 0 || self.repair_credit >= 1.0 || self.tail_owed > 0);
+        if !(probe || data || want_repair) {
+            return None;
+        }
+        if !probe {
+            let size = usize::from(self.config.max_datagram) as u64;
+            if self.sent.bytes_in_flight + size > self.controller.window() {
+                return None;
+            }
+            let rate = self.pacing_rate();
+            if let Some(at) = self.pacer.delay(now, size, rate, self.controller.window()) {
+                self.set_timer(Timer::Pacing, at);
+                return None;
+            }
+        }
+        if probe || self.reactive_owed > 0 {
+            if probe {
+                self.probe_owed -= 1;
+            } else {
+                self.reactive_owed -= 1;
+            }
+            return self.build_repair(now, None);
+        }
+        if self.repair_credit >= 1.0 && held > 0 {
+            self.repair_credit -= 1.0;
+            let span = u64::from(self.config.max_repair_span);
+            return self.build_repair(now, Some(span));
+        }
+        if data {
+            return self.build_source(now);
+        }
+        if self.tail_owed > 0 {
+            self.tail_owed -= 1;
+            return self.build_repair(now, None);
+        }
+        None
+    }
+
+    // ---- building packets ----
+
+    fn begin_packet(&mut self, packet_type: PacketType) -> (Vec<u8>, u64, usize) {
+        let number = self.next_number;
+        self.next_number += 1;
+        let mut buf = Vec::with_capacity(usize::from(self.config.max_datagram));
+        let header = Header {
+            packet_type,
+            key_phase: false,
+            dcid: self.remote_cid,
+            number: PacketNumber(number),
+        };
+        header.emit(&mut buf);
+        let header_len = buf.len();
+        (buf, number, header_len)
+    }
+
+    fn finish_packet(
+        &mut self,
+        now: Instant,
+        mut buf: Vec<u8>,
+        number: u64,
+        header_len: usize,
+        kind: PacketKind,
+        carried: Option<Carried>,
+    ) -> Transmit {
+        self.protection.seal(number, header_len, &mut buf);
+        let size = buf.len() as u64;
+        if let Some(carried) = carried {
+            self.sent.on_sent(
+                number,
+                SentPacket {
+                    time: now,
+                    size,
+                    in_flight: true,
+                    carried,
+                },
+            );
+            self.controller.on_sent(now, size, self.sent.bytes_in_flight);
+            self.pacer.on_sent(now, size);
+            self.round_sent += 1;
+            self.last_sent = now;
+            if self.timers[Timer::Probe as usize].is_none() {
+                self.set_timer(Timer::Probe, now + self.pto());
+            }
+        }
+        if let Some(keep_alive) = self.config.keep_alive {
+            self.set_timer(Timer::KeepAlive, now + keep_alive);
+        }
+        self.stats.bytes_sent += size;
+        self.stats.packets_sent += 1;
+        if self.config.trace {
+            self.events.push_back(Event::Trace(TraceEvent::PacketSent {
+                number: PacketNumber(number),
+                bytes: buf.len(),
+                kind,
+            }));
+        }
+        Transmit {
+            contents: buf,
+            ecn: EcnCodepoint::Ect0,
+        }
+    }
+
+    fn transport_params(&self) -> TransportParams {
+        TransportParams {
+            max_datagram: self.config.max_datagram,
+            symbol_size: symbol_size(self.config.max_datagram) as u16,
+            max_window: self.config.max_window,
+            max_data: self.config.receive_window,
+            max_stream_data: self.config.stream_receive_window,
+            max_streams: self.config.max_streams,
+            idle_timeout_ms: self.config.idle_timeout.as_millis() as u64,
+        }
+    }
+
+    fn build_handshake(&mut self, now: Instant) -> Transmit {
+        let packet_type = match self.side {
+            Side::Client => PacketType::Initial,
+            Side::Server => PacketType::Handshake,
+        };
+        let (mut buf, number, header_len) = self.begin_packet(packet_type);
+        if self.side == Side::Server {
+            self.emit_ack(now, &mut buf);
+        }
+        Frame::Handshake(HandshakeFrame {
+            source_cid: self.local_cid,
+            params: self.transport_params(),
+        })
+        .emit(&mut buf);
+        if self.side == Side::Client {
+            // Pad the first flight so that the path is known to carry
+            // full-size datagrams (and, later, to bound amplification).
+            let target = MIN_INITIAL.saturating_sub(self.protection.tag_len());
+            buf.resize(buf.len().max(target), 0);
+            self.handshake_attempts += 1;
+            self.handshake_sent = (self.handshake_attempts == 1).then_some(now);
+            self.set_timer(Timer::Probe, now + self.pto());
+        }
+        self.finish_packet(now, buf, number, header_len, PacketKind::Handshake, None)
+    }
+
+    fn build_close(&mut self, code: u64, reason: &str) -> Transmit {
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        Frame::Close(CloseFrame {
+            code,
+            reason: reason.as_bytes(),
+        })
+        .emit(&mut buf);
+        let now = self.last_sent;
+        self.finish_packet(now, buf, number, header_len, PacketKind::Close, None)
+    }
+
+    fn build_ping(&mut self, now: Instant) -> Transmit {
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        Frame::Ping.emit(&mut buf);
+        self.finish_packet(now, buf, number, header_len, PacketKind::Ping, Some(Carried::Other))
+    }
+
+    fn decoder_state(&mut self) -> DecoderState {
+        match self.decoder.as_mut() {
+            Some(decoder) => {
+                let decoded_through = decoder.next_missing();
+                DecoderState {
+                    decoded_through,
+                    end: decoder.end().max(decoded_through),
+                    missing: decoder.missing(),
+                    rank: decoder.rank() as u64,
+                }
+            }
+            None => DecoderState {
+                decoded_through: SymbolId(0),
+                end: SymbolId(0),
+                missing: 0,
+                rank: 0,
+            },
+        }
+    }
+
+    fn emit_ack(&mut self, now: Instant, buf: &mut Vec<u8>) {
+        let ranges = self.received.ranges();
+        if ranges.is_empty() {
+            return;
+        }
+        let delay = self
+            .largest_received_time
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        let ack = AckFrame {
+            ranges,
+            ack_delay_us: delay.as_micros() as u64,
+            ecn: self.ecn_received,
+            decoder: self.decoder_state(),
+        };
+        Frame::Ack(ack).emit(buf);
+        self.ack_eliciting_unacked = 0;
+        self.timers[Timer::Ack as usize] = None;
+    }
+
+    fn build_ack(&mut self, now: Instant) -> Transmit {
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        self.emit_ack(now, &mut buf);
+        self.finish_packet(now, buf, number, header_len, PacketKind::Ack, None)
+    }
+
+    fn build_source(&mut self, now: Instant) -> Option<Transmit> {
+        let mut symbol = std::mem::take(&mut self.symbol_scratch);
+        symbol.clear();
+        self.streams
+            .fill(&mut symbol, self.symbol_size, &mut self.events, self.config.trace);
+        if symbol.is_empty() {
+            self.symbol_scratch = symbol;
+            return None;
+        }
+        let encoder = self.encoder.as_mut()?;
+        let id = match encoder.push(&symbol) {
+            Ok(id) => id,
+            Err(EncodeError::IdsExhausted) => {
+                self.symbol_scratch = symbol;
+                self.start_close(
+                    now,
+                    codes::PROTOCOL_VIOLATION,
+                    "symbol ids exhausted".into(),
+                    CloseReason::LocallyAborted {
+                        code: codes::PROTOCOL_VIOLATION,
+                        reason: "symbol ids exhausted".into(),
+                    },
+                );
+                return None;
+            }
+            Err(e) => unreachable!("the window was checked before building: {e}"),
+        };
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        // Trailing zeros need not travel: the receiver pads the symbol back.
+        let used = symbol.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        Frame::Source(SourceFrame {
+            id,
+            data: &symbol[..used],
+        })
+        .emit(&mut buf);
+        self.symbol_scratch = symbol;
+        self.stats.source_symbols_sent += 1;
+        let estimate = self.loss.estimate();
+        let ratio = self.policy.proactive_ratio(&estimate);
+        self.repair_credit = (self.repair_credit + ratio).min(ratio.max(1.0) * 4.0);
+        self.tail_armed = true;
+        if !self.streams.has_pending() {
+            self.arm_tail(&estimate);
+        }
+        Some(self.finish_packet(
+            now,
+            buf,
+            number,
+            header_len,
+            PacketKind::Source(id),
+            Some(Carried::Source),
+        ))
+    }
+
+    /// The sender ran out of new data: protect the symbols whose fate is
+    /// not known yet, so the tail does not wait for a time-out.
+    fn arm_tail(&mut self, estimate: &LossEstimate) {
+        if !self.tail_armed {
+            return;
+        }
+        self.tail_armed = false;
+        let Some(encoder) = self.encoder.as_ref() else {
+            return;
+        };
+        let reported = self.peer_end.max(self.peer_decoded_through);
+        let unconfirmed = encoder.next_id().0.saturating_sub(reported.0);
+        let tail = self.policy.tail_repairs(unconfirmed, estimate);
+        let credit = self.repair_credit.ceil() as u64;
+        self.tail_owed = self.tail_owed.max(tail.max(credit));
+        self.repair_credit = 0.0;
+    }
+
+    /// A repair symbol over the last `span` symbols held, or over all held
+    /// symbols (everything the peer may lack).
+    fn build_repair(&mut self, now: Instant, span: Option<u64>) -> Option<Transmit> {
+        let encoder = self.encoder.as_mut()?;
+        let next = encoder.next_id().0;
+        let oldest = encoder.oldest().0;
+        let held = next - oldest;
+        if held == 0 {
+            return None;
+        }
+        let len = span.map_or(held, |s| s.min(held)).min(u64::from(u16::MAX)) as u16;
+        let window = Window::new(SymbolId(next - u64::from(len)), len);
+        let key = RepairKey(self.next_repair_key);
+        self.next_repair_key = self.next_repair_key.wrapping_add(1);
+        let mut data = std::mem::take(&mut self.symbol_scratch);
+        data.resize(self.symbol_size, 0);
+        if encoder.repair(window, key, &mut data).is_err() {
+            self.symbol_scratch = data;
+            return None;
+        }
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        Frame::Repair(RepairFrame {
+            window,
+            key,
+            density: Density::FULL.get(),
+            data: &data,
+        })
+        .emit(&mut buf);
+        self.symbol_scratch = data;
+        self.stats.repair_symbols_sent += 1;
+        Some(self.finish_packet(
+            now,
+            buf,
+            number,
+            header_len,
+            PacketKind::Repair,
+            Some(Carried::Repair),
+        ))
+    }
+
+    // ---- closing ----
+
+    fn start_close(&mut self, now: Instant, code: u64, reason: String, why: CloseReason) {
+        if matches!(self.state, State::Draining(_) | State::Closed) {
+            return;
+        }
+        if self.state == State::Established || self.side == Side::Client {
+            self.close_to_send = Some((code, reason));
+        }
+        self.close_reason = Some(why);
+        self.last_sent = now;
+        self.state = State::Draining(now + self.pto() * DRAIN_PTOS);
+        self.timers = [None; TIMERS];
+    }
+
+    fn maybe_finish_close(&mut self, now: Instant) {
+        if !self.close_requested || self.state != State::Established {
+            return;
+        }
+        let delivered = self
+            .encoder
+            .as_ref()
+            .is_none_or(|e| self.peer_decoded_through >= e.next_id());
+        if delivered && self.streams.all_sent() {
+            self.start_close(now, codes::NO_ERROR, String::new(), CloseReason::LocallyClosed);
+        }
+    }
+
+    fn violation(&mut self, now: Instant, v: Violation) {
+        let reason = v.reason.clone();
+        self.start_close(now, v.code, v.reason, CloseReason::ProtocolViolation(reason));
+    }
+
+    // ---- input ----
+
+    /// Handles a datagram that arrived with the given ECN codepoint.
+    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8], ecn: EcnCodepoint) {
+        if self.state == State::Closed {
+            return;
+        }
+        let Ok((header, header_len)) = Header::parse(datagram) else {
+            self.stats.packets_dropped += 1;
+            return;
+        };
+        let mut packet = datagram.to_vec();
+        let Ok(end) = self.protection.open(header.number.0, header_len, &mut packet) else {
+            self.stats.packets_dropped += 1;
+            return;
+        };
+        let accepted = match (self.side, header.packet_type) {
+            (Side::Server, PacketType::Initial) => true,
+            (Side::Client, PacketType::Handshake) => header.dcid == self.local_cid,
+            (_, PacketType::Data) => {
+                header.dcid == self.local_cid && self.state != State::Handshaking
+            }
+            _ => false,
+        };
+        if !accepted || !self.received.insert(header.number.0) {
+            self.stats.packets_dropped += 1;
+            return;
+        }
+        self.stats.packets_received += 1;
+        self.stats.bytes_received += datagram.len() as u64;
+        match ecn {
+            EcnCodepoint::Ect0 => self.ecn_received.ect0 += 1,
+            EcnCodepoint::Ect1 => self.ecn_received.ect1 += 1,
+            EcnCodepoint::Ce => self.ecn_received.ce += 1,
+            EcnCodepoint::NotEct => {}
+        }
+        if self.received.largest() == Some(header.number.0) {
+            self.largest_received_time = Some(now);
+        }
+        if self.config.trace {
+            self.events.push_back(Event::Trace(TraceEvent::PacketReceived {
+                number: header.number,
+                bytes: datagram.len(),
+            }));
+        }
+        if let State::Draining(_) = self.state {
+            return;
+        }
+        self.set_timer(Timer::Idle, now + self.config.idle_timeout);
+        let payload = &packet[header_len..end];
+        let mut ack_eliciting = false;
+        for frame in Frames::new(payload) {
+            let frame = match frame {
+                Ok(frame) => frame,
+                Err(e) => {
+                    self.violation(
+                        now,
+                        Violation {
+                            code: codes::PROTOCOL_VIOLATION,
+                            reason: format!("malformed frame: {e}"),
+                        },
+                    );
+                    return;
+                }
+            };
+            if !matches!(frame, Frame::Ack(_) | Frame::Padding(_) | Frame::Close(_)) {
+                ack_eliciting = true;
+            }
+            if let Err(v) = self.handle_frame(now, header.packet_type, frame) {
+                self.violation(now, v);
+                return;
+            }
+            if matches!(self.state, State::Draining(_) | State::Closed) {
+                return;
+            }
+        }
+        if ack_eliciting {
+            self.ack_eliciting_unacked += 1;
+            if self.ack_eliciting_unacked >= self.config.ack_frequency {
+                self.ack_needed = true;
+            } else if self.timers[Timer::Ack as usize].is_none() {
+                let delay = self.config.max_ack_delay.min(self.rtt.smoothed() / 4);
+                self.set_timer(Timer::Ack, now + delay);
+            }
+        }
+        self.maybe_finish_close(now);
+    }
+
+    fn handle_frame(
+        &mut self,
+        now: Instant,
+        packet_type: PacketType,
+        frame: Frame<'_>,
+    ) -> Result<(), Violation> {
+        match frame {
+            Frame::Padding(_) | Frame::Ping => {}
+            Frame::Handshake(handshake) => self.on_handshake(now, packet_type, &handshake)?,
+            Frame::HandshakeDone => {}
+            Frame::Ack(ack) => {
+                if self.state == State::Established {
+                    self.on_ack(now, &ack)?;
+                }
+            }
+            Frame::Source(source) => self.on_source(now, &source)?,
+            Frame::Repair(repair) => self.on_repair(now, &repair)?,
+            Frame::Close(close) => {
+                let reason = CloseReason::ByPeer {
+                    code: close.code,
+                    reason: close.reason_lossy().into_owned(),
+                };
+                self.close_reason = Some(reason);
+                self.state = State::Draining(now + self.pto() * DRAIN_PTOS);
+                self.timers = [None; TIMERS];
+            }
+            other => {
+                return Err(Violation {
+                    code: codes::PROTOCOL_VIOLATION,
+                    reason: format!("frame {} outside a symbol", frame_name(&other)),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    fn on_handshake(
+        &mut self,
+        now: Instant,
+        packet_type: PacketType,
+        handshake: &HandshakeFrame,
+    ) -> Result<(), Violation> {
+        let expected = match self.side {
+            Side::Server => PacketType::Initial,
+            Side::Client => PacketType::Handshake,
+        };
+        if packet_type != expected {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: "handshake in the wrong packet type".into(),
+            });
+        }
+        if self.state == State::Established {
+            // A repeated client Initial: our answer was lost; send it again.
+            if self.side == Side::Server && handshake.source_cid == self.remote_cid {
+                self.handshake_to_send = true;
+            }
+            return Ok(());
+        }
+        let params = handshake.params;
+        self.remote_cid = handshake.source_cid;
+        let datagram = params.max_datagram.min(self.config.max_datagram);
+        self.symbol_size = symbol_size(datagram);
+        let code = Code::default();
+        let encoder = Encoder::new(EncoderConfig {
+            symbol_size: self.symbol_size,
+            max_window: params.max_window,
+            code,
+        });
+        let decoder = Decoder::new(DecoderConfig {
+            symbol_size: self.symbol_size,
+            max_window: self.config.max_window + DECODER_HISTORY,
+            code,
+        });
+        let (Ok(encoder), Ok(decoder)) = (encoder, decoder) else {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: "transport parameters out of range".into(),
+            });
+        };
+        self.encoder = Some(encoder);
+        self.decoder = Some(decoder);
+        self.peer_window = u64::from(params.max_window);
+        self.streams
+            .set_peer_limits(params.max_data, params.max_stream_data, params.max_streams);
+        self.state = State::Established;
+        self.pto_count = 0;
+        self.timers[Timer::Probe as usize] = None;
+        if self.side == Side::Server {
+            self.handshake_to_send = true;
+        }
+        if let Some(sent) = self.handshake_sent.take() {
+            // Unambiguous only if the Initial went once.
+            self.rtt.update(Duration::ZERO, now.saturating_duration_since(sent));
+        }
+        self.events.push_back(Event::Connected);
+        Ok(())
+    }
+
+    fn on_source(&mut self, now: Instant, source: &SourceFrame<'_>) -> Result<(), Violation> {
+        if source.data.len() > self.symbol_size {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!("source symbol of {} bytes", source.data.len()),
+            });
+        }
+        let Some(decoder) = self.decoder.as_mut() else {
+            return Ok(());
+        };
+        let mut padded = std::mem::take(&mut self.symbol_scratch);
+        padded.clear();
+        padded.extend_from_slice(source.data);
+        padded.resize(self.symbol_size, 0);
+        let result = decoder.receive_source(source.id, &padded);
+        self.symbol_scratch = padded;
+        match result {
+            Ok(_) => {}
+            Err(ltx_coding::codec::DecodeError::Duplicate(_))
+            | Err(ltx_coding::codec::DecodeError::BeforeWindow { .. }) => return Ok(()),
+            Err(e) => {
+                return Err(Violation {
+                    code: codes::PROTOCOL_VIOLATION,
+                    reason: format!("source symbol refused: {e}"),
+                })
+            }
+        }
+        self.deliver_symbols(now, Some(source.id))
+    }
+
+    fn on_repair(&mut self, now: Instant, repair: &RepairFrame<'_>) -> Result<(), Violation> {
+        if repair.data.len() != self.symbol_size {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!("repair symbol of {} bytes", repair.data.len()),
+            });
+        }
+        let Some(decoder) = self.decoder.as_mut() else {
+            return Ok(());
+        };
+        let Some(window_end) = repair.window.end() else {
+            return Ok(());
+        };
+        if window_end <= decoder.next_missing() {
+            // Everything it covers is known: nothing to learn.
+            return Ok(());
+        }
+        if repair.window.first < decoder.base() {
+            self.stats.repairs_stale += 1;
+            return Ok(());
+        }
+        let density = Density::new(repair.density).map_err(|e| Violation {
+            code: codes::PROTOCOL_VIOLATION,
+            reason: e.to_string(),
+        })?;
+        let code = Code::SlidingWindow { density };
+        let mut coefficients = vec![0u8; usize::from(repair.window.len)];
+        if code
+            .coefficients(repair.window, repair.key, &mut coefficients)
+            .is_err()
+        {
+            return Ok(());
+        }
+        match decoder.receive_combination(repair.window.first, &coefficients, repair.data) {
+            Ok(_) => {}
+            Err(ltx_coding::codec::DecodeError::ZeroCoefficients(_))
+            | Err(ltx_coding::codec::DecodeError::BeforeWindow { .. }) => return Ok(()),
+            Err(e) => {
+                return Err(Violation {
+                    code: codes::PROTOCOL_VIOLATION,
+                    reason: format!("repair symbol refused: {e}"),
+                })
+            }
+        }
+        self.deliver_symbols(now, None)
+    }
+
+    /// Hands every newly known symbol's frames to the streams, then lets
+    /// the decoder forget what lies well behind its first unknown symbol.
+    fn deliver_symbols(&mut self, now: Instant, received: Option<SymbolId>) -> Result<(), Violation> {
+        let _ = now;
+        let Some(mut decoder) = self.decoder.take() else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        while let Some(id) = decoder.poll_decoded() {
+            if Some(id) != received {
+                self.stats.symbols_repaired += 1;
+                if self.config.trace {
+                    self.events
+                        .push_back(Event::Trace(TraceEvent::SymbolRecovered(id)));
+                }
+            }
+            let Some(symbol) = decoder.symbol(id) else {
+                continue;
+            };
+            for frame in Frames::new(symbol) {
+                let applied = match frame {
+                    Ok(frame) => self.streams.on_frame(&frame, &mut self.events),
+                    Err(e) => Err(Violation {
+                        code: codes::PROTOCOL_VIOLATION,
+                        reason: format!("malformed frame in symbol {id}: {e}"),
+                    }),
+                };
+                if let Err(v) = applied {
+                    result = Err(v);
+                    break;
+                }
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        let first_unknown = decoder.next_missing();
+        let keep_from = SymbolId(first_unknown.0.saturating_sub(u64::from(DECODER_HISTORY)));
+        if keep_from > decoder.base() {
+            decoder.consume(keep_from);
+        }
+        self.decoder = Some(decoder);
+        result
+    }
+
+    fn on_ack(&mut self, now: Instant, ack: &AckFrame) -> Result<(), Violation> {
+        let largest = ack.largest();
+        if largest >= self.next_number {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!("acknowledgement of packet {largest}, never sent"),
+            });
+        }
+        let mut outcome = AckOutcome::default();
+        for range in &ack.ranges {
+            self.sent
+                .on_ack_range(*range.start(), *range.end(), &mut outcome);
+        }
+        let newest = self.largest_acked.is_none_or(|l| largest >= l);
+        if newest {
+            if let Some(&(number, packet)) = outcome.acked.last() {
+                if number == largest {
+                    let ack_delay = Duration::from_micros(ack.ack_delay_us)
+                        .min(self.config.max_ack_delay);
+                    self.rtt.update(ack_delay, now.saturating_duration_since(packet.time));
+                }
+            }
+            self.largest_acked = Some(largest);
+        }
+        for &(number, packet) in &outcome.acked {
+            self.loss.on_delivered(number);
+            self.controller
+                .on_ack(now, packet.time, packet.size, false, &self.rtt);
+        }
+        for &number in &outcome.spurious {
+            self.loss.on_spurious(number);
+        }
+        if ack.ecn.ce > self.peer_ce {
+            let newly = ack.ecn.ce - self.peer_ce;
+            self.peer_ce = ack.ecn.ce;
+            self.stats.ce_marks += newly;
+            let sent = outcome.acked.last().map_or(now, |(_, p)| p.time);
+            self.controller.on_ecn_ce(now, sent, newly, &self.rtt);
+        }
+        if !outcome.acked.is_empty() {
+            self.pto_count = 0;
+        }
+        self.detect_losses(now);
+
+        // The peer's decoder: free what it has, and answer its deficit.
+        if newest {
+            let state = ack.decoder;
+            if state.decoded_through > self.peer_decoded_through {
+                self.peer_decoded_through = state.decoded_through;
+            }
+            if let Some(encoder) = self.encoder.as_mut() {
+                if state.end > encoder.next_id() {
+                    return Err(Violation {
+                        code: codes::PROTOCOL_VIOLATION,
+                        reason: format!("peer reports symbol {} never sent", state.end),
+                    });
+                }
+                encoder.acknowledge(self.peer_decoded_through);
+            }
+            self.peer_end = state.end;
+            self.peer_missing = state.missing;
+            let estimate = self.loss.estimate();
+            self.reactive_owed =
+                self.policy
+                    .reactive_repairs(state.missing, self.sent.repairs_in_flight, &estimate);
+        }
+        if self.config.trace {
+            let estimate = self.loss.estimate();
+            self.events.push_back(Event::Trace(TraceEvent::Metrics(Metrics {
+                cwnd: self.controller.window(),
+                bytes_in_flight: self.sent.bytes_in_flight,
+                srtt: self.rtt.smoothed().as_secs_f64(),
+                min_rtt: self.rtt.min().as_secs_f64(),
+                loss_rate: estimate.rate,
+                burst: estimate.burst,
+                redundancy: self.policy.proactive_ratio(&estimate),
+            })));
+        }
+        if self.unconfirmed_symbols() == 0 {
+            self.tail_owed = 0;
+        }
+        self.arm_probe(now);
+        self.maybe_finish_close(now);
+        Ok(())
+    }
+
+    fn detect_losses(&mut self, now: Instant) {
+        let Some(largest) = self.largest_acked else {
+            return;
+        };
+        let rtt = self.rtt.latest().max(self.rtt.smoothed());
+        let loss_delay = (rtt * 9 / 8).max(Duration::from_millis(1));
+        let (lost, next) = self.sent.detect_losses(now, largest, loss_delay);
+        match next {
+            Some(at) => self.set_timer(Timer::Loss, at),
+            None => self.timers[Timer::Loss as usize] = None,
+        }
+        if lost.is_empty() {
+            return;
+        }
+        let mut bytes = 0;
+        let mut newest_sent = None;
+        for &(number, packet) in &lost {
+            self.loss.on_lost(number);
+            bytes += packet.size;
+            newest_sent = Some(packet.time);
+            if self.config.trace {
+                self.events.push_back(Event::Trace(TraceEvent::PacketLost {
+                    number: PacketNumber(number),
+                }));
+            }
+        }
+        self.stats.packets_lost += lost.len() as u64;
+        let above = self.loss_above_baseline(now, lost.len() as u64);
+        if let Some(sent) = newest_sent {
+            self.controller.on_loss(now, sent, bytes, above, &self.rtt);
+        }
+    }
+
+    /// Whether losses in the current round trip exceed what the random-loss
+    /// baseline explains (three standard deviations, burstiness included):
+    /// then they are read as congestion.
+    fn loss_above_baseline(&mut self, now: Instant, lost: u64) -> bool {
+        let round = self.rtt.smoothed().max(Duration::from_millis(1));
+        if self.round_start.is_none_or(|s| now >= s + round) {
+            self.round_start = Some(now);
+            self.round_sent = 0;
+            self.round_lost = 0;
+        }
+        self.round_lost += lost;
+        let estimate = self.loss.estimate();
+        let n = self.round_sent.max(1) as f64;
+        let p = estimate.rate;
+        let dispersion = (2.0 * estimate.burst * (1.0 - p) - 1.0).max(1.0);
+        let sigma = (n * p * (1.0 - p) * dispersion).sqrt();
+        self.round_lost as f64 > n * p + 3.0 * sigma + 2.0
+    }
+}
+
+fn connection_rng(seed: u64) -> SmallRng {
+    SmallRng::seed_from_u64(seed)
+}

@@ -1,0 +1,137 @@
+//! The sender's record of packets in flight, and loss detection by packet
+//! number and time (RFC 9002 style). Packet numbers are never reused, so an
+//! acknowledgement names exactly one transmission.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+/// What a sent packet carried, as far as recovery cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Carried {
+    Source,
+    Repair,
+    Other,
+}
+
+/// A packet that may still be acknowledged.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SentPacket {
+    pub(crate) time: Instant,
+    pub(crate) size: u64,
+    /// Counts towards the congestion window (ack-eliciting).
+    pub(crate) in_flight: bool,
+    pub(crate) carried: Carried,
+}
+
+/// Packets declared lost whose later acknowledgement would reveal
+/// reordering; bounded.
+const LOST_MEMORY: usize = 4096;
+/// A packet is lost once this many later packets are acknowledged.
+const PACKET_THRESHOLD: u64 = 3;
+
+/// Sent packets, by number.
+#[derive(Debug, Default)]
+pub(crate) struct SentPackets {
+    packets: BTreeMap<u64, SentPacket>,
+    recently_lost: VecDeque<u64>,
+    pub(crate) bytes_in_flight: u64,
+    pub(crate) repairs_in_flight: u64,
+    pub(crate) ack_eliciting_in_flight: u64,
+}
+
+/// What an acknowledgement did.
+#[derive(Debug, Default)]
+pub(crate) struct AckOutcome {
+    /// Newly acknowledged packets, with their numbers, oldest first.
+    pub(crate) acked: Vec<(u64, SentPacket)>,
+    /// Packets declared lost before that were acknowledged after all.
+    pub(crate) spurious: Vec<u64>,
+}
+
+impl SentPackets {
+    pub(crate) fn on_sent(&mut self, number: u64, packet: SentPacket) {
+        if packet.in_flight {
+            self.bytes_in_flight += packet.size;
+            self.ack_eliciting_in_flight += 1;
+            if packet.carried == Carried::Repair {
+                self.repairs_in_flight += 1;
+            }
+        }
+        self.packets.insert(number, packet);
+    }
+
+    fn forget(&mut self, packet: &SentPacket) {
+        if packet.in_flight {
+            self.bytes_in_flight -= packet.size;
+            self.ack_eliciting_in_flight -= 1;
+            if packet.carried == Carried::Repair {
+                self.repairs_in_flight -= 1;
+            }
+        }
+    }
+
+    /// Removes the packets in `first..=last` that are still recorded.
+    pub(crate) fn on_ack_range(&mut self, first: u64, last: u64, outcome: &mut AckOutcome) {
+        let numbers: Vec<u64> = self.packets.range(first..=last).map(|(&n, _)| n).collect();
+        for number in numbers {
+            if let Some(packet) = self.packets.remove(&number) {
+                self.forget(&packet);
+                outcome.acked.push((number, packet));
+            }
+        }
+        if self.recently_lost.iter().any(|&n| (first..=last).contains(&n)) {
+            self.recently_lost.retain(|&n| {
+                let hit = (first..=last).contains(&n);
+                if hit {
+                    outcome.spurious.push(n);
+                }
+                !hit
+            });
+        }
+    }
+
+    /// Declares lost the packets before `largest_acked` that are
+    /// [`PACKET_THRESHOLD`] behind it or older than `loss_delay`; returns
+    /// them, and the time the next one would be declared lost.
+    pub(crate) fn detect_losses(
+        &mut self,
+        now: Instant,
+        largest_acked: u64,
+        loss_delay: Duration,
+    ) -> (Vec<(u64, SentPacket)>, Option<Instant>) {
+        let mut lost = Vec::new();
+        let mut next_loss = None;
+        let lost_before = now.checked_sub(loss_delay);
+        for (&number, packet) in self.packets.range(..largest_acked) {
+            let by_count = largest_acked - number >= PACKET_THRESHOLD;
+            let by_time = lost_before.is_some_and(|t| packet.time <= t);
+            if by_count || by_time {
+                lost.push((number, *packet));
+            } else {
+                next_loss = Some(packet.time + loss_delay);
+                break;
+            }
+        }
+        for (number, packet) in &lost {
+            self.packets.remove(number);
+            self.forget(packet);
+            if packet.in_flight {
+                self.recently_lost.push_back(*number);
+                if self.recently_lost.len() > LOST_MEMORY {
+                    self.recently_lost.pop_front();
+                }
+            }
+        }
+        (lost, next_loss)
+    }
+
+    /// When the oldest ack-eliciting packet in flight was sent.
+    pub(crate) fn oldest_in_flight(&self) -> Option<Instant> {
+        self.packets.values().find(|p| p.in_flight).map(|p| p.time)
+    }
+
+    /// The send time of packet `number`, if it is still recorded.
+    pub(crate) fn time_of(&self, number: u64) -> Option<Instant> {
+        self.packets.get(&number).map(|p| p.time)
+    }
+}

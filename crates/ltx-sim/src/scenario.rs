@@ -1,0 +1,319 @@
+//! Scenarios: a path, a transfer and a seed in; the seed metrics of
+//! DESIGN.md out.
+
+use std::time::{Duration, Instant};
+
+use ltx_link::{Aqm, LinkConfig, LossModel, QueueLimit, Rate};
+use ltx_proto::{Connection, TransportConfig};
+
+use crate::metrics::{ideal_completion, jain, percentile};
+use crate::transfer::TransferNode;
+use crate::units::QueueSpec;
+use crate::{Network, NodeId, StopReason};
+
+/// UDP payload bytes of a full ltx packet, for the ideal time's payload
+/// fraction.
+const WIRE_PACKET: f64 = 1400.0;
+
+/// One simulated experiment.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// Bottleneck rate, bits per second.
+    pub rate_bps: u64,
+    /// Round-trip propagation delay.
+    pub rtt: Duration,
+    /// Mean random loss rate on the data direction.
+    pub loss: f64,
+    /// Mean loss burst, packets (≤ 1: uncorrelated).
+    pub burst: f64,
+    /// Bytes each flow transfers.
+    pub size: u64,
+    /// The one seed everything random derives from.
+    pub seed: u64,
+    /// Flows sharing the bottleneck.
+    pub flows: usize,
+    /// Bottleneck queue.
+    pub queue: QueueSpec,
+    /// Whether the bottleneck marks ECN (CoDel) instead of only dropping.
+    pub ecn: bool,
+    /// Whether to record trace events.
+    pub trace: bool,
+    /// The transport configuration of every endpoint.
+    pub transport: TransportConfig,
+}
+
+impl Default for Scenario {
+    fn default() -> Scenario {
+        Scenario {
+            rate_bps: 50_000_000,
+            rtt: Duration::from_millis(600),
+            loss: 0.0,
+            burst: 1.0,
+            size: 10_000_000,
+            seed: 1,
+            flows: 1,
+            queue: QueueSpec::Bdp(1.0),
+            ecn: false,
+            trace: false,
+            transport: TransportConfig::default(),
+        }
+    }
+}
+
+/// One flow's figures.
+#[derive(Debug, Clone)]
+pub struct FlowResult {
+    /// Seconds from the first packet to the last byte read, if it finished.
+    pub completion_s: Option<f64>,
+    /// Bytes per second over the whole transfer, bits.
+    pub goodput_bps: f64,
+    /// Bytes the sender put on the wire / bytes delivered.
+    pub overhead: f64,
+    /// Bytes both ends put on the wire / bytes delivered.
+    pub overhead_total: f64,
+    /// Whether every byte arrived intact.
+    pub verified: bool,
+    /// Why the connection closed early, if it did.
+    pub error: Option<String>,
+    /// Source symbols decoded from repair symbols at the receiver.
+    pub symbols_repaired: u64,
+    /// Repair symbols the sender sent.
+    pub repair_sent: u64,
+    /// Source symbols the sender sent.
+    pub source_sent: u64,
+    /// The sender's final loss estimate.
+    pub loss_estimate: f64,
+    /// Delivery delay minus one-way delay, per sent piece, in ms.
+    pub delays_ms: Vec<f64>,
+}
+
+/// A scenario's figures.
+#[derive(Debug, Clone)]
+pub struct ScenarioResult {
+    /// Completion of the slowest flow, seconds (`None` if one did not
+    /// finish).
+    pub completion_s: Option<f64>,
+    /// The ideal completion T*, seconds.
+    pub ideal_s: f64,
+    /// completion / ideal.
+    pub ratio: Option<f64>,
+    /// Sum of flows' goodputs, bits/s.
+    pub goodput_bps: f64,
+    /// Goodput / (C·(1−p)).
+    pub efficiency: f64,
+    /// Sender wire bytes / delivered bytes, over all flows.
+    pub overhead: f64,
+    /// All wire bytes / delivered bytes.
+    pub overhead_total: f64,
+    /// Median delivery delay minus one-way delay, ms.
+    pub delay_p50_ms: f64,
+    /// 99th percentile of it, ms.
+    pub delay_p99_ms: f64,
+    /// 95th percentile of the bottleneck's queueing delay, ms.
+    pub queue_delay_p95_ms: f64,
+    /// Packets the bottleneck queue dropped / packets offered to it.
+    pub queue_loss: f64,
+    /// Loss the forward bottleneck applied / packets offered.
+    pub random_loss: f64,
+    /// Whether every flow delivered exactly the bytes sent.
+    pub verified: bool,
+    /// Jain's index over flow goodputs (flows > 1).
+    pub jain: Option<f64>,
+    /// Per flow.
+    pub flows: Vec<FlowResult>,
+    /// Simulated seconds.
+    pub simulated_s: f64,
+}
+
+/// A scenario that cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The link parameters are invalid.
+    #[error(transparent)]
+    Link(#[from] ltx_link::LinkConfigError),
+    /// The transport configuration is invalid.
+    #[error(transparent)]
+    Transport(#[from] ltx_proto::ConfigError),
+    /// No flows.
+    #[error("a scenario needs at least one flow")]
+    NoFlows,
+}
+
+impl Scenario {
+    /// The ideal completion time T* of one flow's transfer (its fair share
+    /// of the bottleneck).
+    pub fn ideal(&self) -> Duration {
+        let payload_fraction = symbol_payload(&self.transport) / WIRE_PACKET;
+        let share = self.rate_bps / self.flows.max(1) as u64;
+        ideal_completion(self.size, share, self.rtt, self.loss, payload_fraction)
+    }
+
+    fn links(&self) -> (LinkConfig, LinkConfig) {
+        let one_way = self.rtt / 2;
+        let limit = self.queue.limit(self.rate_bps, self.rtt, WIRE_PACKET as usize);
+        let forward = LinkConfig {
+            delay: one_way,
+            rate: Some(Rate(self.rate_bps)),
+            queue: limit,
+            aqm: self.ecn.then(Aqm::codel),
+            loss: LossModel::bursty(self.loss, self.burst),
+            ..LinkConfig::default()
+        };
+        let reverse = LinkConfig {
+            delay: one_way,
+            rate: Some(Rate(self.rate_bps)),
+            queue: limit,
+            ..LinkConfig::default()
+        };
+        (forward, reverse)
+    }
+
+    /// Runs the scenario to completion (or to a bound of 20 × T* + 60 s of
+    /// simulated time).
+    pub fn run(&self) -> Result<ScenarioResult, ScenarioError> {
+        if self.flows == 0 {
+            return Err(ScenarioError::NoFlows);
+        }
+        let epoch = Instant::now();
+        let mut transport = self.transport.clone();
+        transport.trace = true;
+        let mut pairs = Vec::new();
+        for flow in 0..self.flows as u64 {
+            let seed = self.seed.wrapping_mul(1000).wrapping_add(flow);
+            let client = Connection::client(transport.clone(), epoch, seed)?;
+            let server = Connection::server(transport.clone(), epoch, seed ^ 0xa5a5)?;
+            let payload_seed = seed ^ 0x0070_6179;
+            let mut sender = TransferNode::sender(client, self.size, payload_seed);
+            let receiver = TransferNode::receiver(server, self.size, payload_seed);
+            if self.trace {
+                sender.record_trace();
+            }
+            pairs.push((sender, receiver, Duration::ZERO));
+        }
+        let (forward, reverse) = self.links();
+        let (mut network, ids) = if self.flows == 1 {
+            let (s, r, _) = pairs.pop().expect("one flow");
+            let (network, a, b) =
+                Network::single_path(epoch, self.seed, forward, reverse, s, r)?;
+            (network, vec![(a, b)])
+        } else {
+            Network::dumbbell(epoch, self.seed, forward, reverse, pairs)?
+        };
+        let ideal = self.ideal();
+        let deadline = epoch + ideal * 20 + Duration::from_secs(60);
+        let receivers: Vec<NodeId> = ids.iter().map(|&(_, r)| r).collect();
+        let outcome = network.run(deadline, |net| {
+            receivers.iter().all(|&r| net.node(r).is_done())
+        });
+        let _ = outcome.reason == StopReason::Stopped;
+        Ok(self.collect(&network, &ids, epoch, outcome.now, ideal))
+    }
+
+    fn collect(
+        &self,
+        network: &Network<TransferNode>,
+        ids: &[(NodeId, NodeId)],
+        epoch: Instant,
+        end: Instant,
+        ideal: Duration,
+    ) -> ScenarioResult {
+        let one_way_ms = self.rtt.as_secs_f64() * 500.0;
+        let mut flows = Vec::new();
+        for &(s, r) in ids {
+            let sender = network.node(s);
+            let receiver = network.node(r);
+            let delivery = receiver.delivery().expect("a receiver");
+            let completion_s = delivery
+                .finished_at
+                .map(|t| t.duration_since(epoch).as_secs_f64());
+            let stats = sender.connection().stats();
+            let receiver_stats = receiver.connection().stats();
+            let delivered = delivery.read.max(1) as f64;
+            let goodput_bps = completion_s.map_or(0.0, |t| delivery.read as f64 * 8.0 / t);
+            let mut delays_ms = Vec::new();
+            let reads = receiver.read_log();
+            let mut r = 0;
+            for &(end_offset, sent_at) in sender.sent_log() {
+                while r < reads.len() && reads[r].0 < end_offset {
+                    r += 1;
+                }
+                if let Some(&(_, read_at)) = reads.get(r) {
+                    let ms = read_at.duration_since(sent_at).as_secs_f64() * 1000.0;
+                    delays_ms.push((ms - one_way_ms).max(0.0));
+                }
+            }
+            let error = match (delivery.finished_at, sender.closed().or(receiver.closed())) {
+                (None, Some(reason)) => Some(format!("{reason:?}")),
+                (None, None) => Some("did not complete".to_owned()),
+                _ => None,
+            };
+            flows.push(FlowResult {
+                completion_s,
+                goodput_bps,
+                overhead: stats.bytes_sent as f64 / delivered,
+                overhead_total: (stats.bytes_sent + receiver_stats.bytes_sent) as f64 / delivered,
+                verified: delivery.finished_at.is_some() && delivery.intact && delivery.read == self.size,
+                error,
+                symbols_repaired: receiver_stats.symbols_repaired,
+                repair_sent: stats.repair_symbols_sent,
+                source_sent: stats.source_symbols_sent,
+                loss_estimate: stats.loss_rate,
+                delays_ms,
+            });
+        }
+        let completion_s = flows
+            .iter()
+            .map(|f| f.completion_s)
+            .try_fold(0.0f64, |acc, c| c.map(|c| acc.max(c)));
+        let ideal_s = ideal.as_secs_f64();
+        let mut delays: Vec<f64> = flows.iter().flat_map(|f| f.delays_ms.iter().copied()).collect();
+        let bottleneck = network.link_stats(crate::LinkId(0));
+        let sent_bytes: u64 = ids.iter().map(|&(s, _)| network.node(s).connection().stats().bytes_sent).sum();
+        let all_bytes: u64 = ids
+            .iter()
+            .map(|&(s, r)| {
+                network.node(s).connection().stats().bytes_sent
+                    + network.node(r).connection().stats().bytes_sent
+            })
+            .sum();
+        let delivered: u64 = ids
+            .iter()
+            .map(|&(_, r)| network.node(r).delivery().map_or(0, |d| d.read))
+            .sum();
+        let goodput_bps: f64 = flows.iter().map(|f| f.goodput_bps).sum();
+        let offered = bottleneck.offered.max(1) as f64;
+        ScenarioResult {
+            completion_s,
+            ideal_s,
+            ratio: completion_s.map(|c| c / ideal_s),
+            goodput_bps,
+            efficiency: goodput_bps / (self.rate_bps as f64 * (1.0 - self.loss)),
+            overhead: sent_bytes as f64 / delivered.max(1) as f64,
+            overhead_total: all_bytes as f64 / delivered.max(1) as f64,
+            delay_p50_ms: percentile(&mut delays, 0.50).unwrap_or(0.0),
+            delay_p99_ms: percentile(&mut delays, 0.99).unwrap_or(0.0),
+            queue_delay_p95_ms: bottleneck.queue_delay.quantile(0.95).as_secs_f64() * 1000.0,
+            queue_loss: (bottleneck.dropped_queue + bottleneck.dropped_aqm) as f64 / offered,
+            random_loss: bottleneck.dropped_random as f64 / offered,
+            verified: flows.iter().all(|f| f.verified),
+            jain: (flows.len() > 1)
+                .then(|| jain(&flows.iter().map(|f| f.goodput_bps).collect::<Vec<_>>()))
+                .flatten(),
+            flows,
+            simulated_s: end.duration_since(epoch).as_secs_f64(),
+        }
+    }
+}
+
+/// Stream bytes a full packet carries (symbol size less a stream frame
+/// header), for T*'s payload fraction.
+fn symbol_payload(transport: &TransportConfig) -> f64 {
+    f64::from(transport.max_datagram) - 18.0 - 20.0 - 16.0 - 8.0
+}
+
+/// The queue limit of a scenario, for reports.
+pub fn queue_limit(scenario: &Scenario) -> QueueLimit {
+    scenario
+        .queue
+        .limit(scenario.rate_bps, scenario.rtt, WIRE_PACKET as usize)
+}
