@@ -1,0 +1,350 @@
+//! The path's loss rate and mean loss-burst length, estimated from the fate of
+//! every packet the sender sent.
+//!
+//! # Design
+//!
+//! Fates arrive by packet number and out of order: ACK ranges report
+//! deliveries in any order, loss detection declares a packet lost only once
+//! later packets are acknowledged, and reordering can turn a declared loss
+//! into a delivery ([`LossEstimator::on_spurious`]). Run lengths only mean
+//! something in packet-number order, so the estimator keeps a *pending* ring
+//! of fates indexed by packet number and *commits* a packet number only once
+//! a report for a packet at least [`COMMIT_LAG`] numbers later has arrived;
+//! by then loss detection (packet threshold 3) and ordinary reordering have
+//! settled its fate. A packet number still without a report when it is
+//! committed is skipped: it neither counts nor breaks a run (the sender may
+//! not track every number, e.g. packets that carry only ACKs).
+//!
+//! A report that arrives after its packet number was committed (a late
+//! spurious loss, a late fate of a skipped number) still corrects the counts,
+//! weighted by the decay since the commit; only the run count is left alone
+//! then, except that a late loss counts as a run of its own. Reports older
+//! than the committed history ([`HISTORY`] numbers) are ignored.
+//!
+//! Committed fates feed three exponentially weighted counters, *delivered*,
+//! *lost* and *runs* (a run starts at a loss whose previous committed fate
+//! was a delivery). While fewer than `window` packets have been committed the
+//! counters are plain sums, so the estimate is the sample mean from the first
+//! packet (a fast start); after that each commit first scales them by
+//! `1 − 1/window`, an exponential window whose total weight stays `window`.
+//! Then `rate = lost / (lost + delivered)` and `burst = lost / runs`.
+
+use std::collections::VecDeque;
+
+/// How many packet numbers past a fate must be reported before it is
+/// committed.
+pub const COMMIT_LAG: u64 = 128;
+
+/// How many committed fates are remembered to apply late corrections.
+pub const HISTORY: usize = 4096;
+
+/// The largest pending span; a report further ahead forces commits.
+const PENDING_CAP: u64 = 1 << 16;
+
+/// The default length of the exponential window, in packets.
+pub const DEFAULT_WINDOW: u64 = 2048;
+
+/// What the sender learnt about one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Unknown,
+    Delivered,
+    Lost,
+}
+
+/// A snapshot of the loss estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LossEstimate {
+    /// The fraction of packets lost, in `[0, 1]`.
+    pub rate: f64,
+    /// The mean length of a run of consecutive losses, at least 1.
+    pub burst: f64,
+    /// How many packets the estimate is based on (committed fates).
+    pub samples: u64,
+}
+
+impl LossEstimate {
+    /// The estimate of a path that has lost nothing: rate 0, burst 1.
+    pub const CLEAN: Self = Self {
+        rate: 0.0,
+        burst: 1.0,
+        samples: 0,
+    };
+}
+
+impl Default for LossEstimate {
+    fn default() -> Self {
+        Self::CLEAN
+    }
+}
+
+/// An estimator of the loss rate and mean burst length of a path, fed with
+/// the fate of each packet the sender sent, source and repair alike.
+#[derive(Debug, Clone)]
+pub struct LossEstimator {
+    window: u64,
+    decay: f64,
+    /// The lowest packet number not yet committed.
+    next_commit: u64,
+    /// `pending[i]` is the fate of `next_commit + i`.
+    pending: VecDeque<Fate>,
+    /// `history[history.len() - 1 - i]` is the committed fate of
+    /// `next_commit - 1 - i`.
+    history: VecDeque<Fate>,
+    /// The largest packet number reported so far.
+    largest: Option<u64>,
+    delivered: f64,
+    lost: f64,
+    runs: f64,
+    samples: u64,
+    /// Whether the last committed known fate was a loss.
+    in_run: bool,
+}
+
+impl Default for LossEstimator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LossEstimator {
+    /// An estimator over the default window of [`DEFAULT_WINDOW`] packets.
+    pub fn new() -> Self {
+        Self::with_window(DEFAULT_WINDOW)
+    }
+
+    /// An estimator over an exponential window of `window` packets (at least 1).
+    pub fn with_window(window: u64) -> Self {
+        let window = window.max(1);
+        Self {
+            window,
+            decay: 1.0 - 1.0 / window as f64,
+            next_commit: 0,
+            pending: VecDeque::new(),
+            history: VecDeque::new(),
+            largest: None,
+            delivered: 0.0,
+            lost: 0.0,
+            runs: 0.0,
+            samples: 0,
+            in_run: false,
+        }
+    }
+
+    /// Packet `pn` was acknowledged.
+    pub fn on_delivered(&mut self, pn: u64) {
+        self.report(pn, Fate::Delivered);
+    }
+
+    /// Packet `pn` was declared lost by loss detection.
+    pub fn on_lost(&mut self, pn: u64) {
+        self.report(pn, Fate::Lost);
+    }
+
+    /// Packet `pn`, declared lost earlier, was acknowledged after all: it was
+    /// reordered, not lost, and counts as delivered.
+    pub fn on_spurious(&mut self, pn: u64) {
+        self.report(pn, Fate::Delivered);
+    }
+
+    /// The current estimate.
+    pub fn estimate(&self) -> LossEstimate {
+        let total = self.lost + self.delivered;
+        if self.samples == 0 || total <= 0.0 || self.lost <= 0.0 {
+            return LossEstimate {
+                samples: self.samples,
+                ..LossEstimate::CLEAN
+            };
+        }
+        let rate = (self.lost / total).clamp(0.0, 1.0);
+        let burst = if self.runs > 0.0 {
+            (self.lost / self.runs).max(1.0)
+        } else {
+            1.0
+        };
+        LossEstimate {
+            rate,
+            burst,
+            samples: self.samples,
+        }
+    }
+
+    fn report(&mut self, pn: u64, fate: Fate) {
+        if pn < self.next_commit {
+            self.late(pn, fate);
+            return;
+        }
+        // Make room: a report too far ahead forces the oldest commits.
+        if pn - self.next_commit >= PENDING_CAP {
+            self.commit_until(pn - PENDING_CAP + 1);
+        }
+        let index = usize::try_from(pn - self.next_commit).expect("bounded by PENDING_CAP");
+        if index >= self.pending.len() {
+            self.pending.resize(index + 1, Fate::Unknown);
+        }
+        let slot = &mut self.pending[index];
+        // An acknowledgement is the truth; a loss never overrides it.
+        if !(fate == Fate::Lost && *slot == Fate::Delivered) {
+            *slot = fate;
+        }
+        if self.largest.is_none_or(|largest| pn > largest) {
+            self.largest = Some(pn);
+        }
+        let largest = self.largest.unwrap_or(pn);
+        if let Some(target) = largest.checked_sub(COMMIT_LAG - 1) {
+            self.commit_until(target);
+        }
+    }
+
+    /// Commits every packet number below `target`; a span without any report
+    /// is skipped in one step, however long.
+    fn commit_until(&mut self, target: u64) {
+        while self.next_commit < target && !self.pending.is_empty() {
+            self.commit_one();
+        }
+        if self.next_commit < target {
+            let skipped = target - self.next_commit;
+            let kept = usize::try_from(skipped).unwrap_or(usize::MAX).min(HISTORY);
+            self.history
+                .extend(std::iter::repeat_n(Fate::Unknown, kept));
+            let excess = self.history.len().saturating_sub(HISTORY);
+            self.history.drain(..excess);
+            self.next_commit = target;
+        }
+    }
+
+    /// Commits the fate of `next_commit`.
+    fn commit_one(&mut self) {
+        let fate = self.pending.pop_front().unwrap_or(Fate::Unknown);
+        self.next_commit += 1;
+        self.history.push_back(fate);
+        if self.history.len() > HISTORY {
+            self.history.pop_front();
+        }
+        if fate == Fate::Unknown {
+            return;
+        }
+        if self.samples >= self.window {
+            self.delivered *= self.decay;
+            self.lost *= self.decay;
+            self.runs *= self.decay;
+        }
+        self.samples += 1;
+        match fate {
+            Fate::Delivered => {
+                self.delivered += 1.0;
+                self.in_run = false;
+            }
+            Fate::Lost => {
+                self.lost += 1.0;
+                if !self.in_run {
+                    self.runs += 1.0;
+                }
+                self.in_run = true;
+            }
+            Fate::Unknown => unreachable!("returned above"),
+        }
+    }
+
+    /// Corrects the counters for a report on an already committed packet.
+    fn late(&mut self, pn: u64, fate: Fate) {
+        let age = self.next_commit - 1 - pn;
+        let Ok(age_index) = usize::try_from(age) else {
+            return;
+        };
+        if age_index >= self.history.len() {
+            return;
+        }
+        let index = self.history.len() - 1 - age_index;
+        let old = self.history[index];
+        let weight = if self.samples >= self.window {
+            self.decay.powi(i32::try_from(age).unwrap_or(i32::MAX))
+        } else {
+            1.0
+        };
+        match (old, fate) {
+            (Fate::Lost, Fate::Delivered) => {
+                self.lost = (self.lost - weight).max(0.0);
+                self.delivered += weight;
+            }
+            (Fate::Unknown, Fate::Delivered) => {
+                self.delivered += weight;
+                self.samples += 1;
+            }
+            (Fate::Unknown, Fate::Lost) => {
+                self.lost += weight;
+                self.runs += weight;
+                self.samples += 1;
+            }
+            // Repeats, and a loss declared after an acknowledgement.
+            _ => return,
+        }
+        self.history[index] = fate;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_until_told_otherwise() {
+        let mut est = LossEstimator::new();
+        assert_eq!(est.estimate(), LossEstimate::CLEAN);
+        for pn in 0..1000 {
+            est.on_delivered(pn);
+        }
+        let e = est.estimate();
+        assert_eq!((e.rate, e.burst), (0.0, 1.0));
+        assert_eq!(e.samples, 1000 - COMMIT_LAG);
+    }
+
+    #[test]
+    fn commits_only_past_the_lag() {
+        let mut est = LossEstimator::new();
+        est.on_lost(0);
+        est.on_delivered(COMMIT_LAG - 1);
+        assert_eq!(est.estimate().samples, 0);
+        est.on_delivered(COMMIT_LAG);
+        assert_eq!(est.estimate().samples, 1);
+        assert_eq!(est.estimate().rate, 1.0);
+    }
+
+    #[test]
+    fn late_spurious_corrects_a_committed_loss() {
+        let mut est = LossEstimator::new();
+        est.on_lost(0);
+        for pn in 1..=(2 * COMMIT_LAG) {
+            est.on_delivered(pn);
+        }
+        assert!(est.estimate().rate > 0.0);
+        est.on_spurious(0);
+        assert_eq!(est.estimate().rate, 0.0);
+    }
+
+    #[test]
+    fn runs_give_the_burst() {
+        let mut est = LossEstimator::new();
+        // Runs of 4 losses separated by 6 deliveries: rate 0.4, burst 4.
+        for pn in 0..10_000u64 {
+            if pn % 10 < 4 {
+                est.on_lost(pn);
+            } else {
+                est.on_delivered(pn);
+            }
+        }
+        let e = est.estimate();
+        assert!((e.rate - 0.4).abs() < 0.01, "{e:?}");
+        assert!((e.burst - 4.0).abs() < 0.05, "{e:?}");
+    }
+
+    #[test]
+    fn far_jump_does_not_blow_up() {
+        let mut est = LossEstimator::new();
+        est.on_lost(0);
+        est.on_delivered(u64::MAX);
+        est.on_lost(u64::MAX - 1);
+        let e = est.estimate();
+        assert!(e.rate <= 1.0 && e.burst >= 1.0);
+    }
+}

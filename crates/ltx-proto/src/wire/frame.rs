@@ -1,0 +1,770 @@
+//! Frames: the typed pieces a packet's payload is made of, and the parser
+//! that yields them.
+//!
+//! A frame is one type byte and its fields, integers as varints unless
+//! stated. Frames that carry bytes borrow them from the packet.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::iter::FusedIterator;
+
+use ltx_coding::{RepairKey, SymbolId, Window};
+
+use super::varint::{put_varint, varint_len, Reader, VarInt};
+use super::{AckFrame, ConnectionId, StreamId, TransportParams, WireError, MAX_SYMBOL_SIZE};
+
+/// The longest reason a close frame carries, in bytes.
+pub const MAX_REASON_LEN: usize = 0x400;
+
+/// The largest density threshold of RFC 8681 (DT = 15: every coefficient
+/// non-zero).
+const MAX_DENSITY: u8 = 0x0f;
+
+/// The type byte of each frame.
+mod kind {
+    pub(super) const PADDING: u8 = 0x00;
+    pub(super) const PING: u8 = 0x01;
+    pub(super) const ACK: u8 = 0x02;
+    pub(super) const SOURCE: u8 = 0x03;
+    pub(super) const REPAIR: u8 = 0x04;
+    pub(super) const STREAM: u8 = 0x05;
+    pub(super) const STREAM_FIN: u8 = 0x06;
+    pub(super) const RESET_STREAM: u8 = 0x07;
+    pub(super) const STOP_SENDING: u8 = 0x08;
+    pub(super) const MAX_DATA: u8 = 0x09;
+    pub(super) const MAX_STREAM_DATA: u8 = 0x0a;
+    pub(super) const MAX_STREAMS: u8 = 0x0b;
+    pub(super) const HANDSHAKE: u8 = 0x0c;
+    pub(super) const HANDSHAKE_DONE: u8 = 0x0d;
+    pub(super) const CLOSE: u8 = 0x0e;
+}
+
+/// Shows a payload by its length, so that logs of frames stay short.
+struct Len<'a>(&'a [u8]);
+
+impl fmt::Debug for Len<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{} bytes]", self.0.len())
+    }
+}
+
+/// A source symbol: stream data as the encoder numbered it, which the
+/// receiver also feeds to its decoder.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SourceFrame<'a> {
+    /// The symbol's id.
+    pub id: SymbolId,
+    /// The symbol, at most [`MAX_SYMBOL_SIZE`] bytes; trailing zero bytes
+    /// may be cut off, and the receiver pads it back to the symbol size.
+    pub data: &'a [u8],
+}
+
+impl fmt::Debug for SourceFrame<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SourceFrame")
+            .field("id", &self.id)
+            .field("data", &Len(self.data))
+            .finish()
+    }
+}
+
+/// A repair symbol: a combination of the source symbols of a window, from
+/// which the receiver rebuilds lost ones.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RepairFrame<'a> {
+    /// The source symbols combined; its length is at least 1 and its end
+    /// does not overflow.
+    pub window: Window,
+    /// The key the coefficients are drawn from.
+    pub key: RepairKey,
+    /// The RFC 8681 density threshold DT, 0..=15.
+    pub density: u8,
+    /// The repair symbol, at most [`MAX_SYMBOL_SIZE`] bytes, trailing zeros
+    /// possibly cut off.
+    pub data: &'a [u8],
+}
+
+impl fmt::Debug for RepairFrame<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RepairFrame")
+            .field("window", &self.window)
+            .field("key", &self.key)
+            .field("density", &self.density)
+            .field("data", &Len(self.data))
+            .finish()
+    }
+}
+
+/// Bytes of a stream at an offset, and whether they are its last.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StreamFrame<'a> {
+    /// The stream.
+    pub id: StreamId,
+    /// Where `data` starts in the stream; `offset + data.len()` is at most
+    /// 2^62 − 1.
+    pub offset: u64,
+    /// Whether the stream ends after `data`.
+    pub fin: bool,
+    /// The bytes.
+    pub data: &'a [u8],
+}
+
+impl StreamFrame<'_> {
+    /// How many bytes a stream frame takes before its data, so that the
+    /// packer can tell how much data fits in the room it has.
+    pub fn header_len(id: StreamId, offset: u64, len: usize) -> usize {
+        1 + varint_len(id.0) + varint_len(offset) + varint_len(len as u64)
+    }
+}
+
+impl fmt::Debug for StreamFrame<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamFrame")
+            .field("id", &self.id)
+            .field("offset", &self.offset)
+            .field("fin", &self.fin)
+            .field("data", &Len(self.data))
+            .finish()
+    }
+}
+
+/// The first frame each side sends: the connection id it wants to receive
+/// under and its transport parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HandshakeFrame {
+    /// The connection id the peer must put in the packets it sends.
+    pub source_cid: ConnectionId,
+    /// The sender's limits.
+    pub params: TransportParams,
+}
+
+/// The end of a connection, with a code and a reason for people.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CloseFrame<'a> {
+    /// Why the connection closed, as a number for programs.
+    pub code: u64,
+    /// Why, for people: at most [`MAX_REASON_LEN`] bytes, meant to be UTF-8
+    /// but not checked.
+    pub reason: &'a [u8],
+}
+
+impl<'a> CloseFrame<'a> {
+    /// The reason as text, invalid UTF-8 replaced.
+    pub fn reason_lossy(&self) -> Cow<'a, str> {
+        String::from_utf8_lossy(self.reason)
+    }
+}
+
+impl fmt::Debug for CloseFrame<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CloseFrame")
+            .field("code", &self.code)
+            .field("reason", &self.reason_lossy())
+            .finish()
+    }
+}
+
+/// One frame of a packet, borrowing its bytes from the packet.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Frame<'a> {
+    /// A run of this many zero bytes, which mean nothing. A source symbol is
+    /// zero-padded to the symbol size, so trailing zeros parse as padding.
+    Padding(usize),
+    /// Asks for an acknowledgement and nothing else.
+    Ping,
+    /// Acknowledges packets and reports the decoder's state.
+    Ack(AckFrame),
+    /// A source symbol.
+    Source(SourceFrame<'a>),
+    /// A repair symbol.
+    Repair(RepairFrame<'a>),
+    /// Stream data.
+    Stream(StreamFrame<'a>),
+    /// The sender abandons a stream it was sending.
+    ResetStream {
+        /// The stream.
+        id: StreamId,
+        /// Why, for the application.
+        error_code: u64,
+        /// How many bytes the stream had when it was abandoned.
+        final_size: u64,
+    },
+    /// The receiver asks the sender to stop sending on a stream.
+    StopSending {
+        /// The stream.
+        id: StreamId,
+        /// Why, for the application.
+        error_code: u64,
+    },
+    /// How many bytes, over all streams, the peer may send in all.
+    MaxData(u64),
+    /// How many bytes the peer may send on one stream in all.
+    MaxStreamData {
+        /// The stream.
+        id: StreamId,
+        /// The new limit on its offset.
+        max: u64,
+    },
+    /// How many streams the peer may open in all.
+    MaxStreams(u64),
+    /// A connection id and transport parameters.
+    Handshake(HandshakeFrame),
+    /// The server confirms the handshake.
+    HandshakeDone,
+    /// The connection is closed.
+    Close(CloseFrame<'a>),
+}
+
+impl<'a> Frame<'a> {
+    /// Parses the frame at the start of `bytes`, returning it and how many
+    /// bytes it took. A padding frame takes every zero byte in a row.
+    pub fn parse(bytes: &'a [u8]) -> Result<(Frame<'a>, usize), WireError> {
+        let mut r = Reader::new(bytes);
+        let frame = Frame::read(&mut r)?;
+        Ok((frame, bytes.len() - r.rest().len()))
+    }
+
+    fn read(r: &mut Reader<'a>) -> Result<Frame<'a>, WireError> {
+        let frame = match r.u8("frame type")? {
+            kind::PADDING => Frame::Padding(1 + r.skip_zeros()),
+            kind::PING => Frame::Ping,
+            kind::ACK => Frame::Ack(AckFrame::parse(r)?),
+            kind::SOURCE => Frame::Source(SourceFrame {
+                id: SymbolId(r.varint("symbol id")?),
+                data: r.bytes_with_len(MAX_SYMBOL_SIZE, "source data")?,
+            }),
+            kind::REPAIR => {
+                let first = SymbolId(r.varint("window first")?);
+                let len = r.varint_u16("window length")?;
+                let window = Window::new(first, len);
+                if len == 0 || window.end().is_none() {
+                    return Err(WireError::OutOfRange("window length"));
+                }
+                let key = RepairKey(r.varint_u16("repair key")?);
+                let density = r.u8("density")?;
+                if density > MAX_DENSITY {
+                    return Err(WireError::OutOfRange("density"));
+                }
+                let data = r.bytes_with_len(MAX_SYMBOL_SIZE, "repair data")?;
+                Frame::Repair(RepairFrame {
+                    window,
+                    key,
+                    density,
+                    data,
+                })
+            }
+            t @ (kind::STREAM | kind::STREAM_FIN) => {
+                let id = StreamId(r.varint("stream id")?);
+                let offset = r.varint("stream offset")?;
+                // A stream never reaches 2^62 bytes, so its last byte
+                // has an offset that is a varint.
+                let room = VarInt::MAX.into_inner() - offset;
+                let max = usize::try_from(room).unwrap_or(usize::MAX);
+                Frame::Stream(StreamFrame {
+                    id,
+                    offset,
+                    fin: t == kind::STREAM_FIN,
+                    data: r.bytes_with_len(max, "stream data")?,
+                })
+            }
+            kind::RESET_STREAM => Frame::ResetStream {
+                id: StreamId(r.varint("stream id")?),
+                error_code: r.varint("error code")?,
+                final_size: r.varint("final size")?,
+            },
+            kind::STOP_SENDING => Frame::StopSending {
+                id: StreamId(r.varint("stream id")?),
+                error_code: r.varint("error code")?,
+            },
+            kind::MAX_DATA => Frame::MaxData(r.varint("max data")?),
+            kind::MAX_STREAM_DATA => Frame::MaxStreamData {
+                id: StreamId(r.varint("stream id")?),
+                max: r.varint("max stream data")?,
+            },
+            kind::MAX_STREAMS => Frame::MaxStreams(r.varint("max streams")?),
+            kind::HANDSHAKE => Frame::Handshake(HandshakeFrame {
+                source_cid: ConnectionId(r.u64_be("source connection id")?),
+                params: TransportParams::parse(r)?,
+            }),
+            kind::HANDSHAKE_DONE => Frame::HandshakeDone,
+            kind::CLOSE => Frame::Close(CloseFrame {
+                code: r.varint("close code")?,
+                reason: r.bytes_with_len(MAX_REASON_LEN, "close reason")?,
+            }),
+            other => return Err(WireError::UnknownFrame(other)),
+        };
+        Ok(frame)
+    }
+
+    /// Appends the frame to `out`. `Padding(n)` appends `n` zero bytes.
+    ///
+    /// # Panics
+    /// If the frame could not be parsed back: an integer field of 2^62 or
+    /// more, or an [`AckFrame`] whose ranges break its rules. Frames are
+    /// built by this endpoint, so that is a bug here; every frame that
+    /// [`Frame::parse`] returns can be emitted.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        match self {
+            Frame::Padding(n) => out.resize(out.len() + n, 0),
+            Frame::Ping => out.push(kind::PING),
+            Frame::Ack(ack) => {
+                out.push(kind::ACK);
+                ack.emit(out);
+            }
+            Frame::Source(s) => {
+                out.push(kind::SOURCE);
+                put_varint(out, s.id.0);
+                put_bytes(out, s.data);
+            }
+            Frame::Repair(rep) => {
+                out.push(kind::REPAIR);
+                put_varint(out, rep.window.first.0);
+                put_varint(out, u64::from(rep.window.len));
+                put_varint(out, u64::from(rep.key.0));
+                out.push(rep.density);
+                put_bytes(out, rep.data);
+            }
+            Frame::Stream(s) => {
+                out.push(if s.fin {
+                    kind::STREAM_FIN
+                } else {
+                    kind::STREAM
+                });
+                put_varint(out, s.id.0);
+                put_varint(out, s.offset);
+                put_bytes(out, s.data);
+            }
+            Frame::ResetStream {
+                id,
+                error_code,
+                final_size,
+            } => {
+                out.push(kind::RESET_STREAM);
+                put_varint(out, id.0);
+                put_varint(out, *error_code);
+                put_varint(out, *final_size);
+            }
+            Frame::StopSending { id, error_code } => {
+                out.push(kind::STOP_SENDING);
+                put_varint(out, id.0);
+                put_varint(out, *error_code);
+            }
+            Frame::MaxData(max) => {
+                out.push(kind::MAX_DATA);
+                put_varint(out, *max);
+            }
+            Frame::MaxStreamData { id, max } => {
+                out.push(kind::MAX_STREAM_DATA);
+                put_varint(out, id.0);
+                put_varint(out, *max);
+            }
+            Frame::MaxStreams(max) => {
+                out.push(kind::MAX_STREAMS);
+                put_varint(out, *max);
+            }
+            Frame::Handshake(h) => {
+                out.push(kind::HANDSHAKE);
+                out.extend_from_slice(&h.source_cid.0.to_be_bytes());
+                h.params.emit(out);
+            }
+            Frame::HandshakeDone => out.push(kind::HANDSHAKE_DONE),
+            Frame::Close(c) => {
+                out.push(kind::CLOSE);
+                put_varint(out, c.code);
+                put_bytes(out, c.reason);
+            }
+        }
+    }
+
+    /// How many bytes [`Frame::emit`] appends.
+    pub fn encoded_len(&self) -> usize {
+        let fields = match self {
+            Frame::Padding(n) => return *n,
+            Frame::Ping | Frame::HandshakeDone => 0,
+            Frame::Ack(ack) => ack.encoded_len(),
+            Frame::Source(s) => varint_len(s.id.0) + bytes_len(s.data),
+            Frame::Repair(rep) => {
+                varint_len(rep.window.first.0)
+                    + varint_len(u64::from(rep.window.len))
+                    + varint_len(u64::from(rep.key.0))
+                    + 1
+                    + bytes_len(rep.data)
+            }
+            Frame::Stream(s) => {
+                return StreamFrame::header_len(s.id, s.offset, s.data.len()) + s.data.len()
+            }
+            Frame::ResetStream {
+                id,
+                error_code,
+                final_size,
+            } => varint_len(id.0) + varint_len(*error_code) + varint_len(*final_size),
+            Frame::StopSending { id, error_code } => varint_len(id.0) + varint_len(*error_code),
+            Frame::MaxData(max) | Frame::MaxStreams(max) => varint_len(*max),
+            Frame::MaxStreamData { id, max } => varint_len(id.0) + varint_len(*max),
+            Frame::Handshake(h) => 8 + h.params.encoded_len(),
+            Frame::Close(c) => varint_len(c.code) + bytes_len(c.reason),
+        };
+        1 + fields
+    }
+}
+
+/// A varint length, then the bytes.
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+fn bytes_len(bytes: &[u8]) -> usize {
+    varint_len(bytes.len() as u64) + bytes.len()
+}
+
+/// The frames of a packet's payload, in order; after the first error it
+/// yields nothing more, since the rest cannot be delimited.
+#[derive(Debug, Clone)]
+pub struct Frames<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Frames<'a> {
+    /// The frames in `payload`: the bytes after the header, without the
+    /// packet protection tag.
+    pub fn new(payload: &'a [u8]) -> Frames<'a> {
+        Frames { rest: payload }
+    }
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = Result<Frame<'a>, WireError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        match Frame::parse(self.rest) {
+            Ok((frame, len)) => {
+                self.rest = self.rest.get(len..).unwrap_or_default();
+                Some(Ok(frame))
+            }
+            Err(e) => {
+                self.rest = &[];
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+impl FusedIterator for Frames<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{DecoderState, EcnCounts, Side};
+
+    fn emit(frame: &Frame<'_>) -> Vec<u8> {
+        let mut out = Vec::new();
+        frame.emit(&mut out);
+        assert_eq!(out.len(), frame.encoded_len(), "{frame:?}");
+        out
+    }
+
+    /// Parses `bytes` as exactly one frame.
+    fn parse(bytes: &[u8]) -> Result<Frame<'_>, WireError> {
+        let (frame, len) = Frame::parse(bytes)?;
+        assert_eq!(len, bytes.len());
+        Ok(frame)
+    }
+
+    fn roundtrip(frame: Frame<'_>, hex: &[u8]) {
+        let bytes = emit(&frame);
+        assert_eq!(bytes, hex, "{frame:?}");
+        assert_eq!(parse(&bytes), Ok(frame));
+    }
+
+    #[test]
+    fn known_encodings() {
+        roundtrip(Frame::Padding(3), &[0x00, 0x00, 0x00]);
+        roundtrip(Frame::Ping, &[0x01]);
+        roundtrip(
+            Frame::Source(SourceFrame {
+                id: SymbolId(0x25),
+                data: b"ab",
+            }),
+            &[0x03, 0x25, 0x02, b'a', b'b'],
+        );
+        roundtrip(
+            Frame::Repair(RepairFrame {
+                window: Window::new(SymbolId(0x40), 0x10),
+                key: RepairKey(0x0102),
+                density: 0x0f,
+                data: b"x",
+            }),
+            &[0x04, 0x40, 0x40, 0x10, 0x41, 0x02, 0x0f, 0x01, b'x'],
+        );
+        roundtrip(
+            Frame::Stream(StreamFrame {
+                id: StreamId::new(Side::Server, 2),
+                offset: 0x3fff,
+                fin: false,
+                data: b"hi",
+            }),
+            &[0x05, 0x05, 0x7f, 0xff, 0x02, b'h', b'i'],
+        );
+        roundtrip(
+            Frame::Stream(StreamFrame {
+                id: StreamId(0),
+                offset: 0,
+                fin: true,
+                data: b"",
+            }),
+            &[0x06, 0x00, 0x00, 0x00],
+        );
+        roundtrip(
+            Frame::ResetStream {
+                id: StreamId(4),
+                error_code: 7,
+                final_size: 0x40,
+            },
+            &[0x07, 0x04, 0x07, 0x40, 0x40],
+        );
+        roundtrip(
+            Frame::StopSending {
+                id: StreamId(4),
+                error_code: 7,
+            },
+            &[0x08, 0x04, 0x07],
+        );
+        roundtrip(Frame::MaxData(0x25), &[0x09, 0x25]);
+        roundtrip(
+            Frame::MaxStreamData {
+                id: StreamId(1),
+                max: 0x25,
+            },
+            &[0x0a, 0x01, 0x25],
+        );
+        roundtrip(Frame::MaxStreams(0x25), &[0x0b, 0x25]);
+        roundtrip(Frame::HandshakeDone, &[0x0d]);
+        roundtrip(
+            Frame::Close(CloseFrame {
+                code: 1,
+                reason: b"bye",
+            }),
+            &[0x0e, 0x01, 0x03, b'b', b'y', b'e'],
+        );
+    }
+
+    #[test]
+    fn handshake_encoding() {
+        let frame = Frame::Handshake(HandshakeFrame {
+            source_cid: ConnectionId(0x0102_0304_0506_0708),
+            params: TransportParams {
+                max_datagram: 1200,
+                symbol_size: 1,
+                max_window: 1,
+                max_data: 0,
+                max_stream_data: 0,
+                max_streams: 0,
+                idle_timeout_ms: 0,
+            },
+        });
+        roundtrip(
+            frame,
+            &[
+                0x0c, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x44, 0xb0, 0x01, 0x01, 0x00,
+                0x00, 0x00, 0x00,
+            ],
+        );
+    }
+
+    #[test]
+    fn ack_frame_roundtrips_through_frame() {
+        let frame = Frame::Ack(AckFrame::new(
+            [1..=3],
+            10,
+            EcnCounts::default(),
+            DecoderState::default(),
+        ));
+        let bytes = emit(&frame);
+        assert_eq!(bytes[0], 0x02);
+        assert_eq!(parse(&bytes), Ok(frame));
+    }
+
+    #[test]
+    fn unknown_frame_types_are_refused() {
+        for t in [0x0f, 0x10, 0x40, 0xff] {
+            assert_eq!(Frame::parse(&[t]), Err(WireError::UnknownFrame(t)));
+        }
+    }
+
+    #[test]
+    fn padding_folds_every_zero_in_a_row() {
+        let bytes = [0x01, 0x00, 0x00, 0x00, 0x01, 0x00];
+        let frames: Vec<_> = Frames::new(&bytes).collect();
+        assert_eq!(
+            frames,
+            [
+                Ok(Frame::Ping),
+                Ok(Frame::Padding(3)),
+                Ok(Frame::Ping),
+                Ok(Frame::Padding(1))
+            ]
+        );
+    }
+
+    #[test]
+    fn frames_stop_after_the_first_error() {
+        let bytes = [0x01, 0xff, 0x01, 0x01];
+        let frames: Vec<_> = Frames::new(&bytes).collect();
+        assert_eq!(
+            frames,
+            [Ok(Frame::Ping), Err(WireError::UnknownFrame(0xff))]
+        );
+        let frames: Vec<_> = Frames::new(&[0x01, 0x09]).collect();
+        assert_eq!(
+            frames,
+            [Ok(Frame::Ping), Err(WireError::Truncated("max data"))]
+        );
+    }
+
+    fn repair_bytes(len: u64, density: u8) -> Vec<u8> {
+        let mut out = vec![kind::REPAIR, 0x00];
+        put_varint(&mut out, len);
+        out.extend_from_slice(&[0x00, density, 0x00]);
+        out
+    }
+
+    #[test]
+    fn density_15_accepted_16_refused() {
+        assert!(parse(&repair_bytes(1, 15)).is_ok());
+        assert_eq!(
+            parse(&repair_bytes(1, 16)),
+            Err(WireError::OutOfRange("density"))
+        );
+    }
+
+    #[test]
+    fn window_len_0_refused_1_accepted() {
+        assert_eq!(
+            parse(&repair_bytes(0, 0)),
+            Err(WireError::OutOfRange("window length"))
+        );
+        assert!(parse(&repair_bytes(1, 0)).is_ok());
+    }
+
+    #[test]
+    fn window_len_up_to_u16_max() {
+        assert!(parse(&repair_bytes(0xffff, 0)).is_ok());
+        assert_eq!(
+            parse(&repair_bytes(0x1_0000, 0)),
+            Err(WireError::OutOfRange("window length"))
+        );
+    }
+
+    #[test]
+    fn repair_key_up_to_u16_max() {
+        let bytes = |key: u64| {
+            let mut out = vec![kind::REPAIR, 0x00, 0x01];
+            put_varint(&mut out, key);
+            out.extend_from_slice(&[0x00, 0x00]);
+            out
+        };
+        assert!(parse(&bytes(0xffff)).is_ok());
+        assert_eq!(
+            parse(&bytes(0x1_0000)),
+            Err(WireError::OutOfRange("repair key"))
+        );
+    }
+
+    fn with_data(prefix: &[u8], len: usize) -> Vec<u8> {
+        let mut out = prefix.to_vec();
+        put_varint(&mut out, len as u64);
+        out.resize(out.len() + len, 0xaa);
+        out
+    }
+
+    #[test]
+    fn symbols_up_to_max_symbol_size() {
+        for prefix in [&[kind::SOURCE, 0x00][..], &[kind::REPAIR, 0, 1, 0, 0]] {
+            assert!(parse(&with_data(prefix, MAX_SYMBOL_SIZE)).is_ok());
+            assert!(matches!(
+                parse(&with_data(prefix, MAX_SYMBOL_SIZE + 1)),
+                Err(WireError::OutOfRange(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn reason_of_1024_accepted_1025_refused() {
+        assert!(parse(&with_data(&[kind::CLOSE, 0x00], 1024)).is_ok());
+        assert_eq!(
+            parse(&with_data(&[kind::CLOSE, 0x00], 1025)),
+            Err(WireError::OutOfRange("close reason"))
+        );
+    }
+
+    #[test]
+    fn stream_end_up_to_2_62_minus_1() {
+        let max = VarInt::MAX.into_inner();
+        let stream = |offset: u64, len: usize| {
+            let mut prefix = vec![kind::STREAM, 0x00];
+            put_varint(&mut prefix, offset);
+            with_data(&prefix, len)
+        };
+        assert!(parse(&stream(max - 3, 3)).is_ok());
+        assert_eq!(
+            parse(&stream(max - 3, 4)),
+            Err(WireError::OutOfRange("stream data"))
+        );
+        assert!(parse(&stream(max, 0)).is_ok());
+        assert_eq!(
+            parse(&stream(max, 1)),
+            Err(WireError::OutOfRange("stream data"))
+        );
+    }
+
+    #[test]
+    fn stream_header_len_matches_the_encoding() {
+        for (id, offset, len) in [(0, 0, 0), (0x40, 0x4000, 0x40), (0x3fff, 1 << 40, 9000)] {
+            let data = vec![1; len];
+            let frame = Frame::Stream(StreamFrame {
+                id: StreamId(id),
+                offset,
+                fin: false,
+                data: &data,
+            });
+            assert_eq!(
+                StreamFrame::header_len(StreamId(id), offset, len) + len,
+                emit(&frame).len()
+            );
+        }
+    }
+
+    #[test]
+    fn a_length_past_the_input_is_truncated() {
+        assert_eq!(
+            parse(&[kind::SOURCE, 0x00, 0x03, 0xaa, 0xaa]),
+            Err(WireError::Truncated("source data"))
+        );
+    }
+
+    #[test]
+    fn close_reason_is_shown_lossily() {
+        let close = CloseFrame {
+            code: 0,
+            reason: b"bad \xff byte",
+        };
+        assert_eq!(close.reason_lossy(), "bad \u{fffd} byte");
+    }
+
+    #[test]
+    fn debug_shows_payload_lengths_not_bytes() {
+        let data = [0xaa; 1000];
+        let frame = Frame::Source(SourceFrame {
+            id: SymbolId(1),
+            data: &data,
+        });
+        assert_eq!(
+            format!("{frame:?}"),
+            "Source(SourceFrame { id: SymbolId(1), data: [1000 bytes] })"
+        );
+    }
+}

@@ -1,0 +1,125 @@
+//! The redundancy policy: what it asks for, and whether that does what the
+//! target residual promises.
+
+use ltx_proto::recovery::{LossEstimate, RedundancyConfig, RedundancyPolicy};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+fn iid(p: f64) -> LossEstimate {
+    LossEstimate {
+        rate: p,
+        burst: 1.0 / (1.0 - p),
+        samples: 10_000,
+    }
+}
+
+fn bursty(p: f64, burst: f64) -> LossEstimate {
+    LossEstimate {
+        rate: p,
+        burst,
+        samples: 10_000,
+    }
+}
+
+#[test]
+fn clean_path_pays_nothing() {
+    let policy = RedundancyPolicy::default();
+    let clean = LossEstimate::CLEAN;
+    assert_eq!(policy.proactive_ratio(&clean), 0.0);
+    assert_eq!(policy.tail_repairs(100, &clean), 0);
+    assert_eq!(policy.reactive_repairs(0, 0, &clean), 0);
+    // A clean estimate still answers a real deficit.
+    // ceil(3 · 1.1) + 1.
+    assert_eq!(policy.reactive_repairs(3, 0, &clean), 5);
+}
+
+#[test]
+fn proactive_ratio_is_monotonic_in_rate() {
+    let policy = RedundancyPolicy::default();
+    let mut last = 0.0;
+    for i in 1..=90 {
+        let p = i as f64 / 100.0;
+        let ratio = policy.proactive_ratio(&iid(p));
+        assert!(ratio >= last, "p {p}: {ratio} < {last}");
+        assert!(
+            ratio >= (p / (1.0 - p)).min(1.5),
+            "p {p}: {ratio} below the channel minimum"
+        );
+        assert!(ratio <= 1.5, "p {p}: {ratio} above the cap");
+        last = ratio;
+    }
+}
+
+#[test]
+fn twenty_percent_iid_is_efficient() {
+    // Wire overhead target ≤ 1.08/(1−p): the ratio must stay ≤ 0.29.
+    let ratio = RedundancyPolicy::default().proactive_ratio(&iid(0.2));
+    assert!((0.25..=0.29).contains(&ratio), "{ratio}");
+}
+
+#[test]
+fn bursty_loss_gets_more_than_iid() {
+    let policy = RedundancyPolicy::default();
+    for p in [0.05, 0.1, 0.2, 0.3] {
+        let plain = policy.proactive_ratio(&iid(p));
+        for burst in [2.0, 5.0, 10.0] {
+            let b = policy.proactive_ratio(&bursty(p, burst));
+            assert!(b > plain, "p {p} E {burst}: {b} <= {plain}");
+        }
+    }
+}
+
+#[test]
+fn reactive_repairs_cover_the_deficit() {
+    let policy = RedundancyPolicy::new(RedundancyConfig {
+        reactive_margin: 0.1,
+        reactive_extra: 1,
+        ..RedundancyConfig::default()
+    });
+    let est = iid(0.2);
+    // 10 missing, none in flight: ceil(10 · 1.1 / 0.8) + 1 = 15.
+    assert_eq!(policy.reactive_repairs(10, 0, &est), 15);
+    // 5 in flight arrive as 4: ceil(6 · 1.1 / 0.8) + 1 = 10.
+    assert_eq!(policy.reactive_repairs(10, 5, &est), 10);
+    // Covered in expectation by what is in flight: nothing more.
+    assert_eq!(policy.reactive_repairs(8, 10, &est), 0);
+    assert_eq!(policy.reactive_repairs(8, 11, &est), 0);
+    assert_eq!(policy.reactive_repairs(u64::MAX, 0, &est), u64::MAX);
+}
+
+#[test]
+fn tail_repairs_scale_with_loss() {
+    let policy = RedundancyPolicy::default();
+    assert_eq!(policy.tail_repairs(0, &iid(0.2)), 0);
+    assert_eq!(policy.tail_repairs(1, &iid(0.001)), 1);
+    let low = policy.tail_repairs(100, &iid(0.05));
+    let high = policy.tail_repairs(100, &iid(0.2));
+    assert!(low >= 5 && high >= 25 && high > low, "{low} {high}");
+    assert!(high <= 150, "{high}");
+}
+
+/// Windows of `n` source symbols sent with `round(ratio·n)` repair symbols
+/// over an independent loss channel: the fraction that lose more than their
+/// repair must be near the target residual.
+#[test]
+fn monte_carlo_residual_near_target() {
+    let config = RedundancyConfig::default();
+    let policy = RedundancyPolicy::new(config);
+    for (i, p) in [0.05, 0.2].into_iter().enumerate() {
+        let seed = 0x3C00 + i as u64;
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let n = config.window;
+        let ratio = policy.proactive_ratio(&iid(p));
+        let k = (ratio * n as f64).round() as u64;
+        let windows = 10_000;
+        let failed = (0..windows)
+            .filter(|_| (0..n + k).filter(|_| rng.random_bool(p)).count() as u64 > k)
+            .count();
+        let residual = failed as f64 / windows as f64;
+        let target = config.target_residual;
+        assert!(
+            residual > target / 2.0 && residual < target * 2.0,
+            "seed {seed}: p {p}, ratio {ratio}, residual {residual} vs target {target}"
+        );
+    }
+}
