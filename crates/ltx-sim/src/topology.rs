@@ -1,0 +1,68 @@
+//! Ready-made topologies: one path, and flows sharing a bottleneck.
+
+use std::time::{Duration, Instant};
+
+use ltx_link::{LinkConfig, LinkConfigError};
+
+use crate::network::{Network, NodeId};
+use crate::node::Node;
+
+impl<N: Node> Network<N> {
+    /// Two nodes joined by one link each way: `a` sends over `forward`, `b`
+    /// over `reverse`. Returns the network, `a` and `b`.
+    pub fn single_path(
+        epoch: Instant,
+        seed: u64,
+        forward: LinkConfig,
+        reverse: LinkConfig,
+        a: N,
+        b: N,
+    ) -> Result<(Network<N>, NodeId, NodeId), LinkConfigError> {
+        let mut net = Network::new(epoch, seed);
+        let a = net.add_node(a);
+        let b = net.add_node(b);
+        let forward = net.add_link(forward)?;
+        let reverse = net.add_link(reverse)?;
+        net.connect(a, b, vec![forward], vec![reverse])
+            .expect("fresh nodes and links");
+        Ok((net, a, b))
+    }
+
+    /// Flows that share one bottleneck each way (a dumbbell). Each flow is
+    /// `(a, b, access_delay)`: `a`'s datagrams cross an access link of its
+    /// own that adds `access_delay` (no rate limit, no loss), then
+    /// `bottleneck_forward`, to `b`; `b`'s cross `bottleneck_reverse`, then
+    /// a second access link with the same delay, to `a`. A flow's round
+    /// trip is therefore the bottleneck's plus twice its access delay.
+    ///
+    /// Returns the network and each flow's `(a, b)`, in the order given.
+    /// Links are numbered forward bottleneck, reverse bottleneck, then each
+    /// flow's forward and reverse access link; nodes `a0, b0, a1, b1, …`.
+    #[allow(clippy::type_complexity)] // the pair of ids per flow reads best spelled out
+    pub fn dumbbell(
+        epoch: Instant,
+        seed: u64,
+        bottleneck_forward: LinkConfig,
+        bottleneck_reverse: LinkConfig,
+        flows: Vec<(N, N, Duration)>,
+    ) -> Result<(Network<N>, Vec<(NodeId, NodeId)>), LinkConfigError> {
+        let mut net = Network::new(epoch, seed);
+        let forward = net.add_link(bottleneck_forward)?;
+        let reverse = net.add_link(bottleneck_reverse)?;
+        let mut ids = Vec::with_capacity(flows.len());
+        for (a, b, access_delay) in flows {
+            let access = LinkConfig {
+                delay: access_delay,
+                ..LinkConfig::default()
+            };
+            let access_in = net.add_link(access.clone())?;
+            let access_out = net.add_link(access)?;
+            let a = net.add_node(a);
+            let b = net.add_node(b);
+            net.connect(a, b, vec![access_in, forward], vec![reverse, access_out])
+                .expect("fresh nodes and links");
+            ids.push((a, b));
+        }
+        Ok((net, ids))
+    }
+}
