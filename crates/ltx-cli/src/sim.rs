@@ -114,7 +114,7 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
     let result = scenario.run().context("building the scenario")?;
     let cpu_s = started.elapsed().as_secs_f64();
     if let Some(path) = &args.trace {
-        write_trace(path, &scenario).with_context(|| format!("writing {}", path.display()))?;
+        write_trace(path, &result).with_context(|| format!("writing {}", path.display()))?;
     }
     if args.json {
         let mut object = result_json(&result);
@@ -130,13 +130,10 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write_trace(path: &PathBuf, scenario: &Scenario) -> anyhow::Result<()> {
-    // The trace is re-made by a second run of the same seed: the simulator
-    // is deterministic, so it is the same run.
-    let traced = scenario.run_traced()?;
+fn write_trace(path: &PathBuf, result: &ScenarioResult) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for (at, event) in traced {
-        writeln!(out, "{}", json!({"time_s": round(at, 6), "event": format!("{event:?}")}))?;
+    for (at, event) in &result.trace {
+        writeln!(out, "{}", json!({"time_s": round(*at, 6), "event": format!("{event:?}")}))?;
     }
     out.flush()?;
     Ok(())

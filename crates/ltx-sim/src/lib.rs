@@ -41,7 +41,9 @@ pub mod metrics;
 mod network;
 mod node;
 mod packet;
+pub mod scenario;
 mod topology;
+pub mod transfer;
 pub mod units;
 
 pub use ltx_link;

@@ -123,6 +123,9 @@ pub struct ScenarioResult {
     pub flows: Vec<FlowResult>,
     /// Simulated seconds.
     pub simulated_s: f64,
+    /// The first sender's trace events with their times in seconds, when
+    /// the scenario asked for them.
+    pub trace: Vec<(f64, ltx_proto::TraceEvent)>,
 }
 
 /// A scenario that cannot be built.
@@ -143,7 +146,7 @@ impl Scenario {
     /// The ideal completion time T* of one flow's transfer (its fair share
     /// of the bottleneck).
     pub fn ideal(&self) -> Duration {
-        let payload_fraction = symbol_payload(&self.transport) / WIRE_PACKET;
+        let payload_fraction = payload_fraction(&self.transport);
         let share = self.rate_bps / self.flows.max(1) as u64;
         ideal_completion(self.size, share, self.rtt, self.loss, payload_fraction)
     }
@@ -267,7 +270,7 @@ impl Scenario {
             .try_fold(0.0f64, |acc, c| c.map(|c| acc.max(c)));
         let ideal_s = ideal.as_secs_f64();
         let mut delays: Vec<f64> = flows.iter().flat_map(|f| f.delays_ms.iter().copied()).collect();
-        let bottleneck = network.link_stats(crate::LinkId(0));
+        let bottleneck = network.link_stats(network.link_ids().next().expect("a bottleneck link"));
         let sent_bytes: u64 = ids.iter().map(|&(s, _)| network.node(s).connection().stats().bytes_sent).sum();
         let all_bytes: u64 = ids
             .iter()
@@ -301,14 +304,29 @@ impl Scenario {
                 .flatten(),
             flows,
             simulated_s: end.duration_since(epoch).as_secs_f64(),
+            trace: ids
+                .first()
+                .map(|&(s, _)| {
+                    network
+                        .node(s)
+                        .trace()
+                        .iter()
+                        .map(|(at, e)| (at.duration_since(epoch).as_secs_f64(), e.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 }
 
 /// Stream bytes a full packet carries (symbol size less a stream frame
 /// header), for T*'s payload fraction.
-fn symbol_payload(transport: &TransportConfig) -> f64 {
-    f64::from(transport.max_datagram) - 18.0 - 20.0 - 16.0 - 8.0
+fn payload_fraction(transport: &TransportConfig) -> f64 {
+    // A full source packet: header (flags, version, 8-byte id, a 4-byte
+    // packet number), the SOURCE frame's type, id and length (1 + 4 + 2),
+    // and the symbol, which spends about 8 bytes on its STREAM frame header.
+    let symbol = f64::from(transport.max_datagram) - 54.0;
+    (symbol - 8.0) / (symbol + 14.0 + 7.0)
 }
 
 /// The queue limit of a scenario, for reports.

@@ -1270,7 +1270,10 @@ impl Connection {
     }
 
     fn on_ack(&mut self, now: Instant, ack: &AckFrame) -> Result<(), Violation> {
-        let largest = ack.largest();
+        let Some(largest) = ack.largest() else {
+            return Ok(());
+        };
+        let largest = largest.0;
         if largest >= self.next_number {
             return Err(Violation {
                 code: codes::PROTOCOL_VIOLATION,

@@ -124,14 +124,4 @@ impl SentPackets {
         }
         (lost, next_loss)
     }
-
-    /// When the oldest ack-eliciting packet in flight was sent.
-    pub(crate) fn oldest_in_flight(&self) -> Option<Instant> {
-        self.packets.values().find(|p| p.in_flight).map(|p| p.time)
-    }
-
-    /// The send time of packet `number`, if it is still recorded.
-    pub(crate) fn time_of(&self, number: u64) -> Option<Instant> {
-        self.packets.get(&number).map(|p| p.time)
-    }
 }

@@ -368,11 +368,6 @@ impl Streams {
             || self.ready.iter().any(|id| self.sendable(*id))
     }
 
-    /// Bytes buffered and not yet put in symbols, over all streams.
-    pub(crate) fn buffered(&self) -> u64 {
-        self.send.values().map(|s| s.pending.len() as u64).sum()
-    }
-
     fn sendable(&self, id: StreamId) -> bool {
         let Some(stream) = self.send.get(&id) else {
             return false;
@@ -488,7 +483,7 @@ impl Streams {
             return true;
         }
         let room = limit.saturating_sub(out.len());
-        let header = StreamFrame::header_len(id, stream.offset, room as u64);
+        let header = StreamFrame::header_len(id, stream.offset, room);
         if room <= header && !stream.pending.is_empty() {
             return false;
         }
