@@ -48,8 +48,8 @@ pub mod units;
 
 pub use ltx_link;
 pub use ltx_link::{
-    Aqm, Datagram, Ecn, Jitter, LinkConfig, LinkConfigError, LinkStats, LossModel, Outage,
-    QueueLimit, Rate,
+    Aqm, Datagram, DelayHistogram, DropCause, Ecn, Jitter, LinkConfig, LinkConfigError, LinkStats,
+    LossModel, Outage, QueueLimit, Rate,
 };
 pub use network::{ConnectError, LinkId, Network, NodeId, NodeStats, RunOutcome, StopReason};
 pub use node::Node;

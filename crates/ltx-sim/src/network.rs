@@ -88,6 +88,7 @@ pub enum StopReason {
     /// The next event lies beyond the deadline.
     Deadline,
     /// No event is pending anywhere: no datagram in flight, no timeout set.
+    /// Virtual time stays at the last event.
     Idle,
 }
 
