@@ -24,9 +24,14 @@ pub fn payload_word(seed: u64, index: u64) -> [u8; 8] {
 
 /// Fills `out` with the payload bytes from `offset` on.
 pub fn fill_payload(seed: u64, offset: u64, out: &mut [u8]) {
-    for (i, byte) in out.iter_mut().enumerate() {
+    let mut i = 0;
+    while i < out.len() {
         let at = offset + i as u64;
-        *byte = payload_word(seed, at / 8)[(at % 8) as usize];
+        let word = payload_word(seed, at / 8);
+        let from = (at % 8) as usize;
+        let n = (8 - from).min(out.len() - i);
+        out[i..i + n].copy_from_slice(&word[from..from + n]);
+        i += n;
     }
 }
 
@@ -38,6 +43,8 @@ enum App {
         written: u64,
         stream: Option<StreamId>,
         finished: bool,
+        /// Payload from `written` on, generated and not yet taken.
+        chunk: Vec<u8>,
         /// (end offset, time) of each piece of stream data first sent.
         sent_log: Vec<(u64, Instant)>,
     },
@@ -86,6 +93,7 @@ impl TransferNode {
                 written: 0,
                 stream: None,
                 finished: false,
+                chunk: Vec::new(),
                 sent_log: Vec::new(),
             },
             seed,
@@ -201,6 +209,7 @@ impl TransferNode {
                 written,
                 stream,
                 finished,
+                chunk,
                 ..
             } => {
                 if !self.connection.is_established() || *finished {
@@ -214,11 +223,17 @@ impl TransferNode {
                     },
                 };
                 while *written < *size {
-                    let n = (*size - *written).min(self.buf.len() as u64) as usize;
-                    fill_payload(self.seed, *written, &mut self.buf[..n]);
-                    match self.connection.write(id, &self.buf[..n]) {
+                    if chunk.is_empty() {
+                        let n = (*size - *written).min(self.buf.len() as u64) as usize;
+                        chunk.resize(n, 0);
+                        fill_payload(self.seed, *written, chunk);
+                    }
+                    match self.connection.write(id, chunk) {
                         Ok(0) | Err(_) => break,
-                        Ok(taken) => *written += taken as u64,
+                        Ok(taken) => {
+                            *written += taken as u64;
+                            chunk.drain(..taken);
+                        }
                     }
                 }
                 if *written == *size && self.connection.finish(id).is_ok() {
@@ -240,11 +255,12 @@ impl TransferNode {
                 let Some(id) = *stream else {
                     return;
                 };
-                let mut expected = vec![0u8; self.buf.len()];
+                let mut expected = Vec::new();
                 loop {
                     match self.connection.read(id, &mut self.buf) {
                         Ok(ReadOutcome::Data(n)) => {
-                            fill_payload(self.seed, *read, &mut expected[..n]);
+                            expected.resize(n, 0);
+                            fill_payload(self.seed, *read, &mut expected);
                             if self.buf[..n] != expected[..n] {
                                 *corrupt = true;
                             }
