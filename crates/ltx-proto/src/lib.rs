@@ -12,6 +12,8 @@
 //! - [`congestion`]: the [`congestion::Controller`] trait and its controllers.
 
 pub mod congestion;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod recovery;
 pub mod rtt;
 pub mod wire;
