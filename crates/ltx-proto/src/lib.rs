@@ -27,6 +27,8 @@ pub mod config;
 pub mod congestion;
 mod connection;
 pub mod event;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod protection;
 pub mod recovery;
 pub mod rtt;

@@ -256,8 +256,8 @@ impl<'a> Frame<'a> {
             t @ (kind::STREAM | kind::STREAM_FIN) => {
                 let id = StreamId(r.varint("stream id")?);
                 let offset = r.varint("stream offset")?;
-                // A stream never reaches 2^62 bytes, so its last byte
-                // has an offset that is a varint.
+                // A stream never reaches 2^62 bytes, so that every offset in
+                // it is a varint. `offset` is one, so this cannot underflow.
                 let room = VarInt::MAX.into_inner() - offset;
                 let max = usize::try_from(room).unwrap_or(usize::MAX);
                 Frame::Stream(StreamFrame {
@@ -420,9 +420,17 @@ fn bytes_len(bytes: &[u8]) -> usize {
 
 /// The frames of a packet's payload, in order; after the first error it
 /// yields nothing more, since the rest cannot be delimited.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Frames<'a> {
     rest: &'a [u8],
+}
+
+impl fmt::Debug for Frames<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Frames")
+            .field("rest", &Len(self.rest))
+            .finish()
+    }
 }
 
 impl<'a> Frames<'a> {
