@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use ltx_sim::scenario::{Scenario, ScenarioResult};
-use ltx_sim::units::{parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec};
+use ltx_sim::units::{
+    parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
+};
 use serde_json::{json, Map, Value};
 
 /// What `ltx sim` can do.
@@ -133,7 +135,11 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
 fn write_trace(path: &PathBuf, result: &ScenarioResult) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
     for (at, event) in &result.trace {
-        writeln!(out, "{}", json!({"time_s": round(*at, 6), "event": format!("{event:?}")}))?;
+        writeln!(
+            out,
+            "{}",
+            json!({"time_s": round(*at, 6), "event": format!("{event:?}")})
+        )?;
     }
     out.flush()?;
     Ok(())
@@ -146,16 +152,25 @@ fn round(x: f64, digits: i32) -> f64 {
 
 fn result_json(result: &ScenarioResult) -> Map<String, Value> {
     let mut o = Map::new();
-    o.insert("completion_s".into(), json!(result.completion_s.map(|c| round(c, 4))));
+    o.insert(
+        "completion_s".into(),
+        json!(result.completion_s.map(|c| round(c, 4))),
+    );
     o.insert("ideal_s".into(), json!(round(result.ideal_s, 4)));
     o.insert("ratio".into(), json!(result.ratio.map(|r| round(r, 4))));
     o.insert("goodput_bps".into(), json!(result.goodput_bps.round()));
     o.insert("efficiency".into(), json!(round(result.efficiency, 4)));
     o.insert("overhead".into(), json!(round(result.overhead, 4)));
-    o.insert("overhead_total".into(), json!(round(result.overhead_total, 4)));
+    o.insert(
+        "overhead_total".into(),
+        json!(round(result.overhead_total, 4)),
+    );
     o.insert("delay_p50_ms".into(), json!(round(result.delay_p50_ms, 2)));
     o.insert("delay_p99_ms".into(), json!(round(result.delay_p99_ms, 2)));
-    o.insert("queue_delay_p95_ms".into(), json!(round(result.queue_delay_p95_ms, 2)));
+    o.insert(
+        "queue_delay_p95_ms".into(),
+        json!(round(result.queue_delay_p95_ms, 2)),
+    );
     o.insert("queue_loss".into(), json!(round(result.queue_loss, 5)));
     o.insert("random_loss".into(), json!(round(result.random_loss, 5)));
     o.insert("verified".into(), json!(result.verified));
@@ -233,11 +248,19 @@ struct Table {
     losses: &'static [f64],
 }
 
-const PATTERNS: [(f64, &str); 4] = [(1.0, "uncorrelated"), (2.0, "E=2"), (5.0, "E=5"), (10.0, "E=10")];
+const PATTERNS: [(f64, &str); 4] = [
+    (1.0, "uncorrelated"),
+    (2.0, "E=2"),
+    (5.0, "E=5"),
+    (10.0, "E=10"),
+];
 
 fn run_matrix(args: &MatrixArgs) -> anyhow::Result<()> {
     if args.name != "seed" {
-        bail!("unknown matrix '{}': the one matrix is 'seed' (the two LT-TCP tables of seed 000)", args.name);
+        bail!(
+            "unknown matrix '{}': the one matrix is 'seed' (the two LT-TCP tables of seed 000)",
+            args.name
+        );
     }
     let tables = [
         Table {
@@ -257,7 +280,10 @@ fn run_matrix(args: &MatrixArgs) -> anyhow::Result<()> {
     for (index, table) in tables.iter().enumerate() {
         let size = if index == 1 { args.size } else { 10_000_000 };
         if !args.json {
-            println!("{} ({} bytes): transfer time in seconds (T/T*)", table.title, size);
+            println!(
+                "{} ({} bytes): transfer time in seconds (T/T*)",
+                table.title, size
+            );
             print!("{:<8}", "loss");
             for (_, name) in PATTERNS {
                 print!("{name:>18}");

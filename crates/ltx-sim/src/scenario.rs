@@ -153,7 +153,9 @@ impl Scenario {
 
     fn links(&self) -> (LinkConfig, LinkConfig) {
         let one_way = self.rtt / 2;
-        let limit = self.queue.limit(self.rate_bps, self.rtt, WIRE_PACKET as usize);
+        let limit = self
+            .queue
+            .limit(self.rate_bps, self.rtt, WIRE_PACKET as usize);
         let forward = LinkConfig {
             delay: one_way,
             rate: Some(Rate(self.rate_bps)),
@@ -196,8 +198,7 @@ impl Scenario {
         let (forward, reverse) = self.links();
         let (mut network, ids) = if self.flows == 1 {
             let (s, r, _) = pairs.pop().expect("one flow");
-            let (network, a, b) =
-                Network::single_path(epoch, self.seed, forward, reverse, s, r)?;
+            let (network, a, b) = Network::single_path(epoch, self.seed, forward, reverse, s, r)?;
             (network, vec![(a, b)])
         } else {
             Network::dumbbell(epoch, self.seed, forward, reverse, pairs)?
@@ -245,17 +246,19 @@ impl Scenario {
                     delays_ms.push((ms - one_way_ms).max(0.0));
                 }
             }
-            let error = match (delivery.finished_at, sender.closed().or(receiver.closed())) {
-                (None, Some(reason)) => Some(format!("{reason:?}")),
-                (None, None) => Some("did not complete".to_owned()),
-                _ => None,
+            let error = match (delivery.finished_at, sender.closed(), receiver.closed()) {
+                (Some(_), _, _) => None,
+                (None, None, None) => Some("did not complete".to_owned()),
+                (None, s, r) => Some(format!("sender: {s:?}; receiver: {r:?}")),
             };
             flows.push(FlowResult {
                 completion_s,
                 goodput_bps,
                 overhead: stats.bytes_sent as f64 / delivered,
                 overhead_total: (stats.bytes_sent + receiver_stats.bytes_sent) as f64 / delivered,
-                verified: delivery.finished_at.is_some() && delivery.intact && delivery.read == self.size,
+                verified: delivery.finished_at.is_some()
+                    && delivery.intact
+                    && delivery.read == self.size,
                 error,
                 symbols_repaired: receiver_stats.symbols_repaired,
                 repair_sent: stats.repair_symbols_sent,
@@ -269,9 +272,15 @@ impl Scenario {
             .map(|f| f.completion_s)
             .try_fold(0.0f64, |acc, c| c.map(|c| acc.max(c)));
         let ideal_s = ideal.as_secs_f64();
-        let mut delays: Vec<f64> = flows.iter().flat_map(|f| f.delays_ms.iter().copied()).collect();
+        let mut delays: Vec<f64> = flows
+            .iter()
+            .flat_map(|f| f.delays_ms.iter().copied())
+            .collect();
         let bottleneck = network.link_stats(network.link_ids().next().expect("a bottleneck link"));
-        let sent_bytes: u64 = ids.iter().map(|&(s, _)| network.node(s).connection().stats().bytes_sent).sum();
+        let sent_bytes: u64 = ids
+            .iter()
+            .map(|&(s, _)| network.node(s).connection().stats().bytes_sent)
+            .sum();
         let all_bytes: u64 = ids
             .iter()
             .map(|&(s, r)| {

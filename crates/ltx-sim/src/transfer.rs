@@ -191,8 +191,10 @@ impl TransferNode {
             match event {
                 Event::Closed(reason) => self.closed = Some(reason),
                 Event::Trace(trace) => {
-                    if let (App::Sender { sent_log, .. }, TraceEvent::StreamDataSent { offset, len, .. }) =
-                        (&mut self.app, &trace)
+                    if let (
+                        App::Sender { sent_log, .. },
+                        TraceEvent::StreamDataSent { offset, len, .. },
+                    ) = (&mut self.app, &trace)
                     {
                         sent_log.push((offset + len, now));
                     }
@@ -314,13 +316,10 @@ impl Node for TransferNode {
         if transmit.is_none() {
             // Sending may have freed send buffer: let the application write.
             self.drive(now);
-            return self
-                .connection
-                .poll_transmit(now)
-                .map(|t| Datagram {
-                    payload: t.contents,
-                    ecn: to_link(t.ecn),
-                });
+            return self.connection.poll_transmit(now).map(|t| Datagram {
+                payload: t.contents,
+                ecn: to_link(t.ecn),
+            });
         }
         transmit.map(|t| Datagram {
             payload: t.contents,

@@ -59,6 +59,8 @@ const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1 + 2;
 /// Smallest datagram a client's first packet is padded to, so that a path
 /// that cannot carry full packets fails at once.
 const MIN_INITIAL: usize = 1200;
+/// Probe time-outs double at most this many times.
+const MAX_PTO_BACKOFF: u32 = 3;
 /// Longest a connection lingers after a close to absorb the peer's
 /// packets, in PTOs.
 const DRAIN_PTOS: u32 = 3;
@@ -484,7 +486,10 @@ impl Connection {
         if let State::Draining(until) = self.state {
             if now >= until {
                 self.state = State::Closed;
-                let reason = self.close_reason.take().unwrap_or(CloseReason::LocallyClosed);
+                let reason = self
+                    .close_reason
+                    .take()
+                    .unwrap_or(CloseReason::LocallyClosed);
                 self.events.push_back(Event::Closed(reason));
                 self.timers = [None; TIMERS];
             }
@@ -537,7 +542,10 @@ impl Connection {
 
     fn pto(&self) -> Duration {
         let base = self.rtt.pto_base() + self.config.max_ack_delay;
-        base * 2u32.saturating_pow(self.pto_count.min(16))
+        // Back off, but not for long: on a lossy path a run of lost probes
+        // is bad luck more often than congestion, and a probe that waits
+        // minutes would turn an outage of seconds into a failed transfer.
+        base * 2u32.pow(self.pto_count.min(MAX_PTO_BACKOFF))
     }
 
     fn arm_probe(&mut self, now: Instant) {
@@ -558,9 +566,9 @@ impl Connection {
 
     /// Source symbols sent that the peer has not yet reported decoded.
     fn unconfirmed_symbols(&self) -> u64 {
-        self.encoder
-            .as_ref()
-            .map_or(0, |e| e.next_id().0 - self.peer_decoded_through.0.min(e.next_id().0))
+        self.encoder.as_ref().map_or(0, |e| {
+            e.next_id().0 - self.peer_decoded_through.0.min(e.next_id().0)
+        })
     }
 
     fn set_timer(&mut self, timer: Timer, at: Instant) {
@@ -612,8 +620,8 @@ impl Connection {
             && held < u64::from(encoder.config().max_window);
         let probe = self.probe_owed > 0 && held > 0;
         let data = window_open && self.streams.has_pending();
-        let want_repair = held > 0
-            && (self.reactive_owed > 0 || self.repair_credit >= 1.0 || self.tail_owed > 0);
+        let want_repair =
+            held > 0 && (self.reactive_owed > 0 || self.repair_credit >= 1.0 || self.tail_owed > 0);
         if !(probe || data || want_repair) {
             return None;
         }
@@ -689,7 +697,8 @@ impl Connection {
                     carried,
                 },
             );
-            self.controller.on_sent(now, size, self.sent.bytes_in_flight);
+            self.controller
+                .on_sent(now, size, self.sent.bytes_in_flight);
             self.pacer.on_sent(now, size);
             self.round_sent += 1;
             self.last_sent = now;
@@ -767,7 +776,14 @@ impl Connection {
     fn build_ping(&mut self, now: Instant) -> Transmit {
         let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
         Frame::Ping.emit(&mut buf);
-        self.finish_packet(now, buf, number, header_len, PacketKind::Ping, Some(Carried::Other))
+        self.finish_packet(
+            now,
+            buf,
+            number,
+            header_len,
+            PacketKind::Ping,
+            Some(Carried::Other),
+        )
     }
 
     fn decoder_state(&mut self) -> DecoderState {
@@ -818,8 +834,12 @@ impl Connection {
     fn build_source(&mut self, now: Instant) -> Option<Transmit> {
         let mut symbol = std::mem::take(&mut self.symbol_scratch);
         symbol.clear();
-        self.streams
-            .fill(&mut symbol, self.symbol_size, &mut self.events, self.config.trace);
+        self.streams.fill(
+            &mut symbol,
+            self.symbol_size,
+            &mut self.events,
+            self.config.trace,
+        );
         if symbol.is_empty() {
             self.symbol_scratch = symbol;
             return None;
@@ -951,13 +971,23 @@ impl Connection {
             .as_ref()
             .is_none_or(|e| self.peer_decoded_through >= e.next_id());
         if delivered && self.streams.all_sent() {
-            self.start_close(now, codes::NO_ERROR, String::new(), CloseReason::LocallyClosed);
+            self.start_close(
+                now,
+                codes::NO_ERROR,
+                String::new(),
+                CloseReason::LocallyClosed,
+            );
         }
     }
 
     fn violation(&mut self, now: Instant, v: Violation) {
         let reason = v.reason.clone();
-        self.start_close(now, v.code, v.reason, CloseReason::ProtocolViolation(reason));
+        self.start_close(
+            now,
+            v.code,
+            v.reason,
+            CloseReason::ProtocolViolation(reason),
+        );
     }
 
     // ---- input ----
@@ -972,7 +1002,10 @@ impl Connection {
             return;
         };
         let mut packet = datagram.to_vec();
-        let Ok(end) = self.protection.open(header.number.0, header_len, &mut packet) else {
+        let Ok(end) = self
+            .protection
+            .open(header.number.0, header_len, &mut packet)
+        else {
             self.stats.packets_dropped += 1;
             return;
         };
@@ -1000,10 +1033,11 @@ impl Connection {
             self.largest_received_time = Some(now);
         }
         if self.config.trace {
-            self.events.push_back(Event::Trace(TraceEvent::PacketReceived {
-                number: header.number,
-                bytes: datagram.len(),
-            }));
+            self.events
+                .push_back(Event::Trace(TraceEvent::PacketReceived {
+                    number: header.number,
+                    bytes: datagram.len(),
+                }));
         }
         if let State::Draining(_) = self.state {
             return;
@@ -1141,7 +1175,8 @@ impl Connection {
         }
         if let Some(sent) = self.handshake_sent.take() {
             // Unambiguous only if the Initial went once.
-            self.rtt.update(Duration::ZERO, now.saturating_duration_since(sent));
+            self.rtt
+                .update(Duration::ZERO, now.saturating_duration_since(sent));
         }
         self.events.push_back(Event::Connected);
         Ok(())
@@ -1226,7 +1261,11 @@ impl Connection {
 
     /// Hands every newly known symbol's frames to the streams, then lets
     /// the decoder forget what lies well behind its first unknown symbol.
-    fn deliver_symbols(&mut self, now: Instant, received: Option<SymbolId>) -> Result<(), Violation> {
+    fn deliver_symbols(
+        &mut self,
+        now: Instant,
+        received: Option<SymbolId>,
+    ) -> Result<(), Violation> {
         let _ = now;
         let Some(mut decoder) = self.decoder.take() else {
             return Ok(());
@@ -1289,9 +1328,10 @@ impl Connection {
         if newest {
             if let Some(&(number, packet)) = outcome.acked.last() {
                 if number == largest {
-                    let ack_delay = Duration::from_micros(ack.ack_delay_us)
-                        .min(self.config.max_ack_delay);
-                    self.rtt.update(ack_delay, now.saturating_duration_since(packet.time));
+                    let ack_delay =
+                        Duration::from_micros(ack.ack_delay_us).min(self.config.max_ack_delay);
+                    self.rtt
+                        .update(ack_delay, now.saturating_duration_since(packet.time));
                 }
             }
             self.largest_acked = Some(largest);
@@ -1340,15 +1380,16 @@ impl Connection {
         }
         if self.config.trace {
             let estimate = self.loss.estimate();
-            self.events.push_back(Event::Trace(TraceEvent::Metrics(Metrics {
-                cwnd: self.controller.window(),
-                bytes_in_flight: self.sent.bytes_in_flight,
-                srtt: self.rtt.smoothed().as_secs_f64(),
-                min_rtt: self.rtt.min().as_secs_f64(),
-                loss_rate: estimate.rate,
-                burst: estimate.burst,
-                redundancy: self.policy.proactive_ratio(&estimate),
-            })));
+            self.events
+                .push_back(Event::Trace(TraceEvent::Metrics(Metrics {
+                    cwnd: self.controller.window(),
+                    bytes_in_flight: self.sent.bytes_in_flight,
+                    srtt: self.rtt.smoothed().as_secs_f64(),
+                    min_rtt: self.rtt.min().as_secs_f64(),
+                    loss_rate: estimate.rate,
+                    burst: estimate.burst,
+                    redundancy: self.policy.proactive_ratio(&estimate),
+                })));
         }
         if self.unconfirmed_symbols() == 0 {
             self.tail_owed = 0;
@@ -1392,8 +1433,11 @@ impl Connection {
     }
 
     /// Whether losses in the current round trip exceed what the random-loss
-    /// baseline explains (three standard deviations, burstiness included):
-    /// then they are read as congestion.
+    /// baseline explains (three standard deviations, burstiness included)
+    /// while the queue is standing (RTT above its minimum): then they are
+    /// read as congestion. Random loss does not lengthen the round trip, so
+    /// a lossy path with an empty queue never counts, even before the
+    /// estimator has a baseline.
     fn loss_above_baseline(&mut self, now: Instant, lost: u64) -> bool {
         let round = self.rtt.smoothed().max(Duration::from_millis(1));
         if self.round_start.is_none_or(|s| now >= s + round) {
@@ -1402,12 +1446,14 @@ impl Connection {
             self.round_lost = 0;
         }
         self.round_lost += lost;
+        let min = self.rtt.min();
+        let queueing = self.rtt.latest() > min + min / 8 + Duration::from_millis(2);
         let estimate = self.loss.estimate();
         let n = self.round_sent.max(1) as f64;
         let p = estimate.rate;
         let dispersion = (2.0 * estimate.burst * (1.0 - p) - 1.0).max(1.0);
         let sigma = (n * p * (1.0 - p) * dispersion).sqrt();
-        self.round_lost as f64 > n * p + 3.0 * sigma + 2.0
+        queueing && self.round_lost as f64 > n * p + 3.0 * sigma + 2.0
     }
 }
 

@@ -23,7 +23,11 @@ impl ReceivedPackets {
                 return false;
             }
         }
-        let before = self.ranges.range(..=number).next_back().map(|(&s, &e)| (s, e));
+        let before = self
+            .ranges
+            .range(..=number)
+            .next_back()
+            .map(|(&s, &e)| (s, e));
         if let Some((_, end)) = before {
             if number <= end {
                 return false;

@@ -79,7 +79,11 @@ impl SentPackets {
                 outcome.acked.push((number, packet));
             }
         }
-        if self.recently_lost.iter().any(|&n| (first..=last).contains(&n)) {
+        if self
+            .recently_lost
+            .iter()
+            .any(|&n| (first..=last).contains(&n))
+        {
             self.recently_lost.retain(|&n| {
                 let hit = (first..=last).contains(&n);
                 if hit {

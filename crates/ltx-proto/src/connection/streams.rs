@@ -212,7 +212,12 @@ impl Streams {
     }
 
     /// The peer's transport parameters arrived.
-    pub(crate) fn set_peer_limits(&mut self, max_data: u64, max_stream_data: u64, max_streams: u64) {
+    pub(crate) fn set_peer_limits(
+        &mut self,
+        max_data: u64,
+        max_stream_data: u64,
+        max_streams: u64,
+    ) {
         self.peer_max_data = self.peer_max_data.max(max_data);
         self.peer_stream_window = max_stream_data;
         self.peer_max_streams = self.peer_max_streams.max(max_streams);
@@ -254,7 +259,10 @@ impl Streams {
     }
 
     pub(crate) fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
-        let stream = self.send.get_mut(&id).ok_or(StreamError::UnknownStream(id))?;
+        let stream = self
+            .send
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream(id))?;
         if let Some(code) = stream.stopped {
             return Err(StreamError::Stopped { id, code });
         }
@@ -277,7 +285,10 @@ impl Streams {
     }
 
     pub(crate) fn finish(&mut self, id: StreamId) -> Result<(), StreamError> {
-        let stream = self.send.get_mut(&id).ok_or(StreamError::UnknownStream(id))?;
+        let stream = self
+            .send
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream(id))?;
         if stream.state != SendState::Open {
             return Err(StreamError::ClosedForWriting(id));
         }
@@ -289,8 +300,14 @@ impl Streams {
     }
 
     pub(crate) fn reset(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
-        let stream = self.send.get_mut(&id).ok_or(StreamError::UnknownStream(id))?;
-        if matches!(stream.state, SendState::ResetPending(_) | SendState::ResetSent) {
+        let stream = self
+            .send
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream(id))?;
+        if matches!(
+            stream.state,
+            SendState::ResetPending(_) | SendState::ResetSent
+        ) {
             return Ok(());
         }
         stream.pending.clear();
@@ -302,7 +319,10 @@ impl Streams {
     }
 
     pub(crate) fn stop_sending(&mut self, id: StreamId, code: u64) -> Result<(), StreamError> {
-        let stream = self.recv.get_mut(&id).ok_or(StreamError::UnknownStream(id))?;
+        let stream = self
+            .recv
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream(id))?;
         if stream.stop_sending.is_none() && stream.final_size.is_none() {
             stream.stop_sending = Some(code);
             self.stop_sending_pending.insert(id);
@@ -310,8 +330,15 @@ impl Streams {
         Ok(())
     }
 
-    pub(crate) fn read(&mut self, id: StreamId, buf: &mut [u8]) -> Result<ReadOutcome, StreamError> {
-        let stream = self.recv.get_mut(&id).ok_or(StreamError::UnknownStream(id))?;
+    pub(crate) fn read(
+        &mut self,
+        id: StreamId,
+        buf: &mut [u8],
+    ) -> Result<ReadOutcome, StreamError> {
+        let stream = self
+            .recv
+            .get_mut(&id)
+            .ok_or(StreamError::UnknownStream(id))?;
         if let Some(code) = stream.reset {
             return Err(StreamError::Reset { id, code });
         }
@@ -556,7 +583,10 @@ impl Streams {
             if id.index() >= self.local_max_streams {
                 return Err(violation(
                     codes::STREAM_LIMIT,
-                    format!("stream {id} is beyond the limit of {} streams", self.local_max_streams),
+                    format!(
+                        "stream {id} is beyond the limit of {} streams",
+                        self.local_max_streams
+                    ),
                 ));
             }
             for index in self.peer_opened..=id.index() {
@@ -591,7 +621,10 @@ impl Streams {
                 if end > stream.max_data {
                     return Err(violation(
                         codes::FLOW_CONTROL,
-                        format!("stream {} data to {end} beyond its limit {}", f.id, stream.max_data),
+                        format!(
+                            "stream {} data to {end} beyond its limit {}",
+                            f.id, stream.max_data
+                        ),
                     ));
                 }
                 if let Some(size) = stream.final_size {
@@ -649,7 +682,10 @@ impl Streams {
                 }
                 let grown = final_size - stream.highest;
                 if received_data + grown > local_max_data || *final_size > stream.max_data {
-                    return Err(violation(codes::FLOW_CONTROL, "reset beyond the flow limit"));
+                    return Err(violation(
+                        codes::FLOW_CONTROL,
+                        "reset beyond the flow limit",
+                    ));
                 }
                 stream.highest = *final_size;
                 stream.final_size = Some(*final_size);
