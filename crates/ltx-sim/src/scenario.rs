@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use ltx_link::{Aqm, LinkConfig, LossModel, QueueLimit, Rate};
+use ltx_link::{Aqm, Jitter, LinkConfig, LossModel, Outage, QueueLimit, Rate};
 use ltx_proto::{Connection, TransportConfig};
 
 use crate::metrics::{ideal_completion, jain, percentile};
@@ -40,6 +40,23 @@ pub struct Scenario {
     pub trace: bool,
     /// The transport configuration of every endpoint.
     pub transport: TransportConfig,
+    /// Faults beyond loss, on both directions.
+    pub faults: Faults,
+}
+
+/// Impairments beyond random loss, for robustness scenarios.
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Random extra delay (with or without reordering), both directions.
+    pub jitter: Option<Jitter>,
+    /// Probability that a packet is delivered twice, both directions.
+    pub duplicate: f64,
+    /// Probability that a packet has a bit flipped, both directions.
+    pub corrupt: f64,
+    /// Times the path is down (both directions), from the start.
+    pub outages: Vec<Outage>,
+    /// Mean random loss of the reverse (acknowledgement) direction.
+    pub reverse_loss: f64,
 }
 
 impl Default for Scenario {
@@ -56,6 +73,7 @@ impl Default for Scenario {
             ecn: false,
             trace: false,
             transport: TransportConfig::default(),
+            faults: Faults::default(),
         }
     }
 }
@@ -162,13 +180,21 @@ impl Scenario {
             queue: limit,
             aqm: self.ecn.then(Aqm::codel),
             loss: LossModel::bursty(self.loss, self.burst),
-            ..LinkConfig::default()
+            jitter: self.faults.jitter,
+            duplicate: self.faults.duplicate,
+            corrupt: self.faults.corrupt,
+            outages: self.faults.outages.clone(),
         };
         let reverse = LinkConfig {
             delay: one_way,
             rate: Some(Rate(self.rate_bps)),
             queue: limit,
-            ..LinkConfig::default()
+            loss: LossModel::bursty(self.faults.reverse_loss, 1.0),
+            jitter: self.faults.jitter,
+            duplicate: self.faults.duplicate,
+            corrupt: self.faults.corrupt,
+            outages: self.faults.outages.clone(),
+            aqm: None,
         };
         (forward, reverse)
     }

@@ -59,8 +59,13 @@ const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1 + 2;
 /// Smallest datagram a client's first packet is padded to, so that a path
 /// that cannot carry full packets fails at once.
 const MIN_INITIAL: usize = 1200;
+/// Widest window, in symbols, of a repair sent in answer to feedback.
+const REACTIVE_SPAN: u64 = 1024;
 /// Probe time-outs double at most this many times.
-const MAX_PTO_BACKOFF: u32 = 3;
+const MAX_PTO_BACKOFF: u32 = 1;
+/// Packets sent at each probe time-out: two, so that one loss does not
+/// cost another time-out.
+const PROBES: u32 = 2;
 /// Longest a connection lingers after a close to absorb the peer's
 /// packets, in PTOs.
 const DRAIN_PTOS: u32 = 3;
@@ -532,7 +537,7 @@ impl Connection {
                 // No feedback for a while: send a repair over everything the
                 // peer may lack (it stands in for any lost symbol), or a
                 // ping if there is nothing to repair.
-                self.probe_owed = self.probe_owed.max(1);
+                self.probe_owed = self.probe_owed.max(PROBES);
                 self.detect_losses(now);
             }
             _ => {}
@@ -907,18 +912,29 @@ impl Connection {
         self.repair_credit = 0.0;
     }
 
-    /// A repair symbol over the last `span` symbols held, or over all held
-    /// symbols (everything the peer may lack).
+    /// A repair symbol over the last `span` symbols held (proactive), or,
+    /// with `None`, over the oldest symbols the peer may lack (reactive,
+    /// tail and probes): from its first unknown symbol to the newest it has
+    /// reported, at most [`REACTIVE_SPAN`] of them — wider windows cost
+    /// both ends work in proportion, and the oldest gap is what holds
+    /// delivery back.
     fn build_repair(&mut self, now: Instant, span: Option<u64>) -> Option<Transmit> {
         let encoder = self.encoder.as_mut()?;
         let next = encoder.next_id().0;
         let oldest = encoder.oldest().0;
-        let held = next - oldest;
-        if held == 0 {
+        if next == oldest {
             return None;
         }
-        let len = span.map_or(held, |s| s.min(held)).min(u64::from(u16::MAX)) as u16;
-        let window = Window::new(SymbolId(next - u64::from(len)), len);
+        let (first, end) = match span {
+            Some(span) => (next.saturating_sub(span).max(oldest), next),
+            None => {
+                let reported = self.peer_end.0.clamp(oldest, next);
+                let end = if reported > oldest { reported } else { next };
+                (oldest, end.min(oldest + REACTIVE_SPAN))
+            }
+        };
+        let len = (end - first).min(u64::from(u16::MAX)) as u16;
+        let window = Window::new(SymbolId(end - u64::from(len)), len);
         let key = RepairKey(self.next_repair_key);
         self.next_repair_key = self.next_repair_key.wrapping_add(1);
         let mut data = std::mem::take(&mut self.symbol_scratch);
