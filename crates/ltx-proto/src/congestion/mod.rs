@@ -1,1 +1,106 @@
 //! Congestion control.
+//!
+//! A [`Controller`] decides how many bytes may be in flight and how fast to
+//! pace them. It reacts to congestion signals only (ECN CE marks, queueing
+//! delay, loss *above* the path's random-loss baseline), never to random loss
+//! as such: erasures are repaired by coding, and the controller does not know
+//! about FEC. Controllers are built by a [`ControllerFactory`], which is also
+//! their configuration, so one configuration serves every connection.
+//!
+//! - [`Pacer`]: the token bucket that spreads a window over a round trip.
+
+use std::time::Instant;
+
+use crate::rtt::RttEstimator;
+
+pub mod pacer;
+
+pub use pacer::Pacer;
+
+/// A congestion controller: the window and pacing rate of one connection,
+/// driven by the connection's events.
+///
+/// Every callback takes `now` (the controller never reads a clock) and does
+/// nothing by default.
+pub trait Controller: Send + std::fmt::Debug {
+    /// `bytes` were sent; `in_flight` bytes are now unacknowledged, these
+    /// included.
+    fn on_sent(&mut self, now: Instant, bytes: u64, in_flight: u64) {
+        let _ = (now, bytes, in_flight);
+    }
+
+    /// A packet of `bytes` was acknowledged. `sent` is when it was sent;
+    /// `app_limited` says whether the sender had nothing to send when it was,
+    /// so that its acknowledgement says nothing about the path's capacity.
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        app_limited: bool,
+        rtt: &RttEstimator,
+    ) {
+        let _ = (now, sent, bytes, app_limited, rtt);
+    }
+
+    /// Packets were declared lost (by any cause). `largest_sent` is when the
+    /// newest of them was sent; `above_baseline` says whether the recent loss
+    /// is above the path's random-loss baseline (the connection decides from
+    /// its loss estimator); controllers that follow the loss-tolerant rule use
+    /// it or the RTT.
+    fn on_loss(
+        &mut self,
+        now: Instant,
+        largest_sent: Instant,
+        lost_bytes: u64,
+        above_baseline: bool,
+        rtt: &RttEstimator,
+    ) {
+        let _ = (now, largest_sent, lost_bytes, above_baseline, rtt);
+    }
+
+    /// The peer reported `newly_ce` new ECN-CE marks on packets up to one
+    /// sent at `largest_sent`.
+    fn on_ecn_ce(
+        &mut self,
+        now: Instant,
+        largest_sent: Instant,
+        newly_ce: u64,
+        rtt: &RttEstimator,
+    ) {
+        let _ = (now, largest_sent, newly_ce, rtt);
+    }
+
+    /// The congestion window in bytes.
+    fn window(&self) -> u64;
+
+    /// The pacing rate in bytes per second (None: pace at window / smoothed
+    /// RTT).
+    fn pacing_rate(&self, rtt: &RttEstimator) -> Option<u64> {
+        let _ = rtt;
+        None
+    }
+
+    /// The window a new connection starts with, in bytes.
+    fn initial_window(&self) -> u64;
+
+    /// A copy of this controller, state included.
+    fn clone_box(&self) -> Box<dyn Controller>;
+
+    /// The controller's name, for logs and results.
+    fn name(&self) -> &'static str;
+}
+
+/// A builder of [`Controller`]s, one per connection; also the controllers'
+/// configuration.
+pub trait ControllerFactory: Send + Sync + std::fmt::Debug {
+    /// A controller for a connection starting at `now` whose datagrams carry
+    /// at most `max_datagram` bytes.
+    fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller>;
+}
+
+/// The smallest window any controller goes down to: two datagrams, so that
+/// an ACK-eliciting pair can always be in flight.
+pub fn min_window(max_datagram: u64) -> u64 {
+    max_datagram.saturating_mul(2)
+}
