@@ -7,14 +7,18 @@
 //! about FEC. Controllers are built by a [`ControllerFactory`], which is also
 //! their configuration, so one configuration serves every connection.
 //!
+//! - [`Ctcp`]: the Coded TCP rule, `cwnd ← cwnd × RTTmin/RTT` on loss, with
+//!   an ECN response and a start-up that measures the bottleneck rate.
 //! - [`Pacer`]: the token bucket that spreads a window over a round trip.
 
 use std::time::Instant;
 
 use crate::rtt::RttEstimator;
 
+pub mod ctcp;
 pub mod pacer;
 
+pub use ctcp::{Ctcp, CtcpConfig};
 pub use pacer::Pacer;
 
 /// A congestion controller: the window and pacing rate of one connection,

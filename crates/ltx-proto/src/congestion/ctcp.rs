@@ -1,0 +1,390 @@
+//! Coded TCP congestion control, with an ECN response and a start-up that
+//! measures the bottleneck.
+//!
+//! # Start-up
+//!
+//! The window grows by the bytes acknowledged (at least doubling per round
+//! trip), and each round also measures the bottleneck's delivery rate from
+//! the spacing of its ACKs: the initial window leaves as one burst, so its
+//! ACKs come back spaced by the bottleneck (packet-pair dispersion). A round
+//! begins at an ACK and ends at the first ACK of a packet sent after it began.
+//! At a round's end, if it had at least 4 ACKs, the rate is the bytes
+//! acknowledged after its first ACK over the time from its first ACK to its
+//! last, and `cwnd ← max(cwnd, max_rate × RTTmin)`: a long path is at full
+//! rate one round after the first ACK instead of after `log2(BDP/IW)`
+//! doublings.
+//!
+//! Start-up ends on queueing delay (the smallest RTT sample of a round is at
+//! least `RTTmin × 1.25 + 2 ms`, checked from the 8th ACK of the round on and
+//! at its end), on an ECN CE mark, or on a loss above the random-loss
+//! baseline; never on random loss. On exit `cwnd ← max(min window,
+//! max_rate × RTTmin)`, the bandwidth-delay product, so the overshoot of the
+//! last round is not kept (without a rate sample: `cwnd × RTTmin/RTT`).
+//!
+//! # Congestion avoidance
+//!
+//! Additive increase, `cwnd += max_datagram × acked / cwnd` (one datagram per
+//! window acknowledged). On loss, at most once per round trip (losses of
+//! packets sent before the last reduction are ignored), the Coded TCP rule
+//! `cwnd ← cwnd × RTTmin / RTT`: random loss on an empty queue (RTT ≈ RTTmin)
+//! barely slows the sender, a standing queue that doubles the RTT halves the
+//! window. The RTT is `min(latest, smoothed)`: a standing queue raises both,
+//! a single jittered sample only the first. A loss above the baseline cuts at
+//! least to `× 0.85`. An ECN CE mark, at most once per round trip, cuts
+//! `× 0.8`: marks are a deliberate signal, so the response is firmer than
+//! for the RTT rule but gentler than Reno's half, since the AQM marks early.
+//!
+//! A congestion cut (ECN, or a loss cut to 0.9 or less) also starts a new
+//! round for both signals, so one congestion episode is not answered twice;
+//! a loss that barely cuts leaves the ECN response free.
+//!
+//! # Pacing
+//!
+//! `gain × cwnd / smoothed RTT`, gain 2 in start-up (so the window can grow
+//! within the round) and 1.25 after.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::{min_window, Controller, ControllerFactory};
+use crate::rtt::RttEstimator;
+
+/// The configuration of [`Ctcp`], and its factory.
+#[derive(Debug, Clone)]
+pub struct CtcpConfig {
+    initial_window_packets: u64,
+    startup_pacing_gain: f64,
+    pacing_gain: f64,
+    ecn_beta: f64,
+    congestion_beta: f64,
+    delay_exit_ratio: f64,
+    delay_exit_extra: Duration,
+}
+
+impl Default for CtcpConfig {
+    fn default() -> Self {
+        Self {
+            initial_window_packets: 10,
+            startup_pacing_gain: 2.0,
+            pacing_gain: 1.25,
+            ecn_beta: 0.8,
+            congestion_beta: 0.85,
+            delay_exit_ratio: 1.25,
+            delay_exit_extra: Duration::from_millis(2),
+        }
+    }
+}
+
+impl CtcpConfig {
+    /// The initial window in datagrams (default 10, at least 2).
+    pub fn initial_window_packets(&mut self, value: u64) -> &mut Self {
+        self.initial_window_packets = value.max(2);
+        self
+    }
+
+    /// The pacing gain during start-up (default 2).
+    pub fn startup_pacing_gain(&mut self, value: f64) -> &mut Self {
+        self.startup_pacing_gain = finite_at_least(value, 1.0);
+        self
+    }
+
+    /// The pacing gain after start-up (default 1.25).
+    pub fn pacing_gain(&mut self, value: f64) -> &mut Self {
+        self.pacing_gain = finite_at_least(value, 1.0);
+        self
+    }
+
+    /// The factor applied to the window on an ECN CE mark (default 0.8).
+    pub fn ecn_beta(&mut self, value: f64) -> &mut Self {
+        self.ecn_beta = value.clamp(0.1, 1.0);
+        self
+    }
+
+    /// The largest factor applied on a loss above the random-loss baseline
+    /// (default 0.85).
+    pub fn congestion_beta(&mut self, value: f64) -> &mut Self {
+        self.congestion_beta = value.clamp(0.1, 1.0);
+        self
+    }
+
+    /// The queueing-delay test that ends start-up: a round's smallest RTT at
+    /// least `RTTmin × ratio + extra` (default 1.25 and 2 ms).
+    pub fn delay_exit(&mut self, ratio: f64, extra: Duration) -> &mut Self {
+        self.delay_exit_ratio = finite_at_least(ratio, 1.0);
+        self.delay_exit_extra = extra;
+        self
+    }
+}
+
+fn finite_at_least(value: f64, floor: f64) -> f64 {
+    if value.is_finite() {
+        value.max(floor)
+    } else {
+        floor
+    }
+}
+
+impl ControllerFactory for CtcpConfig {
+    fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller> {
+        Box::new(Ctcp::new(Arc::new(self.clone()), now, max_datagram))
+    }
+}
+
+/// The ACKs of one start-up round.
+#[derive(Debug, Clone, Default)]
+struct Round {
+    /// When the round began: at its first ACK.
+    start: Option<Instant>,
+    last_ack: Option<Instant>,
+    acks: u64,
+    /// Bytes acknowledged after the first ACK (dispersion counts the gaps).
+    bytes_after_first: u64,
+    /// The smallest RTT sample taken in the round.
+    min_rtt: Option<Duration>,
+}
+
+/// The Coded TCP controller: the window backs off by `RTTmin / RTT` on loss,
+/// by 0.8 on ECN, and starts from a measured bandwidth-delay product.
+#[derive(Debug, Clone)]
+pub struct Ctcp {
+    config: Arc<CtcpConfig>,
+    max_datagram: u64,
+    window: u64,
+    in_startup: bool,
+    round: Round,
+    /// The largest delivery rate measured in start-up, bytes per second.
+    max_rate: Option<u64>,
+    /// Bytes acknowledged towards the next additive increase.
+    acked_towards_increase: u64,
+    /// Losses of packets sent at or before this are not answered.
+    loss_epoch: Option<Instant>,
+    /// ECN marks on packets sent at or before this are not answered.
+    ecn_epoch: Option<Instant>,
+}
+
+impl Ctcp {
+    /// A controller in start-up with the configured initial window.
+    pub fn new(config: Arc<CtcpConfig>, now: Instant, max_datagram: u16) -> Self {
+        let _ = now;
+        let max_datagram = u64::from(max_datagram).max(1);
+        let window = config.initial_window_packets.saturating_mul(max_datagram);
+        Self {
+            config,
+            max_datagram,
+            window,
+            in_startup: true,
+            round: Round::default(),
+            max_rate: None,
+            acked_towards_increase: 0,
+            loss_epoch: None,
+            ecn_epoch: None,
+        }
+    }
+
+    /// Whether the controller is still in start-up.
+    pub fn in_startup(&self) -> bool {
+        self.in_startup
+    }
+
+    /// The largest delivery rate measured in start-up, in bytes per second.
+    pub fn max_delivery_rate(&self) -> Option<u64> {
+        self.max_rate
+    }
+
+    fn min_window(&self) -> u64 {
+        min_window(self.max_datagram)
+    }
+
+    /// `RTTmin / min(latest, smoothed)`, in `[0, 1]`.
+    fn rtt_ratio(rtt: &RttEstimator) -> f64 {
+        let current = rtt.latest().min(rtt.smoothed());
+        if current.is_zero() {
+            return 1.0;
+        }
+        (rtt.min().as_secs_f64() / current.as_secs_f64()).clamp(0.0, 1.0)
+    }
+
+    /// Multiplies the window by `factor`, down to the minimum.
+    fn scale(&mut self, factor: f64) {
+        // `as` saturates, and the product is no larger than the window.
+        let scaled = (self.window as f64 * factor) as u64;
+        self.window = scaled.min(self.window).max(self.min_window());
+        self.acked_towards_increase = 0;
+    }
+
+    /// The bandwidth-delay product from the measured rate, if any.
+    fn bdp(&self, rtt: &RttEstimator) -> Option<u64> {
+        let rate = self.max_rate?;
+        let bytes = u128::from(rate) * rtt.min().as_nanos() / 1_000_000_000;
+        Some(u64::try_from(bytes).unwrap_or(u64::MAX))
+    }
+
+    /// Whether the round's RTTs show a queue.
+    fn queueing(&self, rtt: &RttEstimator) -> bool {
+        let Some(round_min) = self.round.min_rtt else {
+            return false;
+        };
+        let threshold =
+            rtt.min().mul_f64(self.config.delay_exit_ratio) + self.config.delay_exit_extra;
+        round_min >= threshold
+    }
+
+    fn end_round(&mut self, rtt: &RttEstimator) {
+        if let (Some(first), Some(last)) = (self.round.start, self.round.last_ack) {
+            let span = last.saturating_duration_since(first).as_nanos();
+            if self.round.acks >= 4 && span > 0 {
+                let rate = u128::from(self.round.bytes_after_first) * 1_000_000_000 / span;
+                let rate = u64::try_from(rate).unwrap_or(u64::MAX);
+                self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+                if let Some(bdp) = self.bdp(rtt) {
+                    self.window = self.window.max(bdp);
+                }
+            }
+        }
+        if self.queueing(rtt) {
+            self.exit_startup(rtt);
+        }
+    }
+
+    fn exit_startup(&mut self, rtt: &RttEstimator) {
+        self.in_startup = false;
+        self.acked_towards_increase = 0;
+        match self.bdp(rtt) {
+            Some(bdp) => self.window = bdp.max(self.min_window()),
+            None => self.scale(Self::rtt_ratio(rtt)),
+        }
+    }
+}
+
+impl Controller for Ctcp {
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        app_limited: bool,
+        rtt: &RttEstimator,
+    ) {
+        if !self.in_startup {
+            if app_limited {
+                return;
+            }
+            self.acked_towards_increase = self.acked_towards_increase.saturating_add(bytes);
+            let increments = self.acked_towards_increase / self.window;
+            self.acked_towards_increase %= self.window;
+            self.window = self
+                .window
+                .saturating_add(increments.saturating_mul(self.max_datagram));
+            return;
+        }
+        match self.round.start {
+            Some(start) if sent >= start => {
+                self.end_round(rtt);
+                self.round = Round::default();
+                if !self.in_startup {
+                    return;
+                }
+            }
+            _ => {}
+        }
+        let round = &mut self.round;
+        if round.start.is_none() {
+            round.start = Some(now);
+        } else {
+            round.bytes_after_first = round.bytes_after_first.saturating_add(bytes);
+        }
+        round.last_ack = Some(now);
+        round.acks = round.acks.saturating_add(1);
+        let sample = rtt.latest();
+        round.min_rtt = Some(round.min_rtt.map_or(sample, |min| min.min(sample)));
+        if !app_limited {
+            self.window = self.window.saturating_add(bytes);
+        }
+        if self.round.acks >= 8 && self.queueing(rtt) {
+            self.exit_startup(rtt);
+        }
+    }
+
+    fn on_loss(
+        &mut self,
+        now: Instant,
+        largest_sent: Instant,
+        lost_bytes: u64,
+        above_baseline: bool,
+        rtt: &RttEstimator,
+    ) {
+        let _ = lost_bytes;
+        if self.loss_epoch.is_some_and(|epoch| largest_sent <= epoch) {
+            return;
+        }
+        if self.in_startup {
+            // Random loss says nothing about the queue; the delay test does.
+            if above_baseline {
+                self.exit_startup(rtt);
+                self.loss_epoch = Some(now);
+                self.ecn_epoch = Some(now);
+            }
+            return;
+        }
+        let mut factor = Self::rtt_ratio(rtt);
+        if above_baseline {
+            factor = factor.min(self.config.congestion_beta);
+        }
+        self.scale(factor);
+        self.loss_epoch = Some(now);
+        if factor <= 0.9 {
+            self.ecn_epoch = Some(now);
+        }
+    }
+
+    fn on_ecn_ce(
+        &mut self,
+        now: Instant,
+        largest_sent: Instant,
+        newly_ce: u64,
+        rtt: &RttEstimator,
+    ) {
+        if newly_ce == 0 || self.ecn_epoch.is_some_and(|epoch| largest_sent <= epoch) {
+            return;
+        }
+        if self.in_startup {
+            self.exit_startup(rtt);
+            if self.max_rate.is_none() {
+                self.scale(self.config.ecn_beta);
+            }
+        } else {
+            self.scale(self.config.ecn_beta);
+        }
+        self.ecn_epoch = Some(now);
+        self.loss_epoch = Some(now);
+    }
+
+    fn window(&self) -> u64 {
+        self.window
+    }
+
+    fn pacing_rate(&self, rtt: &RttEstimator) -> Option<u64> {
+        let gain = if self.in_startup {
+            self.config.startup_pacing_gain
+        } else {
+            self.config.pacing_gain
+        };
+        let srtt = rtt.smoothed().as_secs_f64().max(1e-6);
+        // `as` saturates; the floor keeps a zero rate from stalling the pacer.
+        Some(((gain * self.window as f64 / srtt) as u64).max(1))
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.config
+            .initial_window_packets
+            .saturating_mul(self.max_datagram)
+    }
+
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+
+    fn name(&self) -> &'static str {
+        "ctcp"
+    }
+}
