@@ -4,19 +4,25 @@
 //! # Start-up
 //!
 //! The window grows by the bytes acknowledged (at least doubling per round
-//! trip), and each round also measures the bottleneck's delivery rate from
-//! the spacing of its ACKs: the initial window leaves as one burst, so its
-//! ACKs come back spaced by the bottleneck (packet-pair dispersion). A round
-//! begins at an ACK and ends at the first ACK of a packet sent after it began.
-//! At a round's end, if it had at least 4 ACKs, the rate is the bytes
-//! acknowledged after its first ACK over the time from its first ACK to its
-//! last, and `cwnd ← max(cwnd, max_rate × RTTmin)`: a long path is at full
+//! trip), and start-up also measures the bottleneck's rate from the spacing
+//! of ACKs: the initial window leaves as one burst, so its ACKs come back
+//! spaced by the bottleneck (packet-pair dispersion). ACKs are grouped into
+//! *trains*, broken by a gap longer than `RTTmin/4` or by the end of a round
+//! (a round begins at an ACK and ends at the first ACK of a packet sent after
+//! it began); a train of at least 4 ACKs gives a rate sample, the bytes
+//! acknowledged or declared lost after its first ACK over the time from its
+//! first ACK to its last. Lost bytes count because a lost packet took its
+//! slot at the bottleneck (or, lost before it, must be sent all the same);
+//! trains rather than whole rounds, because a packet sent early to replace a
+//! loss comes back a round trip later and would stretch the span. At each
+//! round's end `cwnd ← max(cwnd, max_rate × RTTmin)`: a long path is at full
 //! rate one round after the first ACK instead of after `log2(BDP/IW)`
 //! doublings.
 //!
-//! Start-up ends on queueing delay (the smallest RTT sample of a round is at
-//! least `RTTmin × 1.25 + 2 ms`, checked from the 8th ACK of the round on and
-//! at its end), on an ECN CE mark, or on a loss above the random-loss
+//! Start-up ends on queueing delay (the smallest of the last 8 RTT samples is
+//! at least `RTTmin × 1.25 + 2 ms`: a queue, not a jittered sample, checked on
+//! every ACK so that a window that just jumped to the BDP does not double
+//! twice more before its queue is seen), on an ECN CE mark, or on a loss above the random-loss
 //! baseline; never on random loss. On exit `cwnd ← max(min window,
 //! max_rate × RTTmin)`, the bandwidth-delay product, so the overshoot of the
 //! last round is not kept (without a rate sample: `cwnd × RTTmin/RTT`).
@@ -130,18 +136,20 @@ impl ControllerFactory for CtcpConfig {
     }
 }
 
-/// The ACKs of one start-up round.
-#[derive(Debug, Clone, Default)]
-struct Round {
-    /// When the round began: at its first ACK.
-    start: Option<Instant>,
-    last_ack: Option<Instant>,
+/// A train of ACKs in start-up: ACKs with no gap longer than a quarter of
+/// RTTmin between them, whose spacing is the bottleneck's.
+#[derive(Debug, Clone)]
+struct Train {
+    first: Instant,
+    last: Instant,
     acks: u64,
-    /// Bytes acknowledged after the first ACK (dispersion counts the gaps).
+    /// Bytes acknowledged or declared lost after the first ACK: dispersion
+    /// counts the gaps, and a lost packet took its slot at the bottleneck.
     bytes_after_first: u64,
-    /// The smallest RTT sample taken in the round.
-    min_rtt: Option<Duration>,
 }
+
+/// How many consecutive RTT samples must show a queue to end start-up.
+const QUEUE_SAMPLES: usize = 8;
 
 /// The Coded TCP controller: the window backs off by `RTTmin / RTT` on loss,
 /// by 0.8 on ECN, and starts from a measured bandwidth-delay product.
@@ -151,7 +159,13 @@ pub struct Ctcp {
     max_datagram: u64,
     window: u64,
     in_startup: bool,
-    round: Round,
+    /// When the current start-up round began: at its first ACK.
+    round_start: Option<Instant>,
+    train: Option<Train>,
+    /// The last RTT samples of start-up, a ring.
+    recent_rtts: [Duration; QUEUE_SAMPLES],
+    /// How many samples `recent_rtts` has taken.
+    rtt_samples: u64,
     /// The largest delivery rate measured in start-up, bytes per second.
     max_rate: Option<u64>,
     /// Bytes acknowledged towards the next additive increase.
@@ -173,7 +187,10 @@ impl Ctcp {
             max_datagram,
             window,
             in_startup: true,
-            round: Round::default(),
+            round_start: None,
+            train: None,
+            recent_rtts: [Duration::ZERO; QUEUE_SAMPLES],
+            rtt_samples: 0,
             max_rate: None,
             acked_towards_increase: 0,
             loss_epoch: None,
@@ -219,35 +236,44 @@ impl Ctcp {
         Some(u64::try_from(bytes).unwrap_or(u64::MAX))
     }
 
-    /// Whether the round's RTTs show a queue.
+    /// Whether the last RTT samples all show a queue.
     fn queueing(&self, rtt: &RttEstimator) -> bool {
-        let Some(round_min) = self.round.min_rtt else {
+        if self.rtt_samples < QUEUE_SAMPLES as u64 {
             return false;
-        };
+        }
+        let recent_min = self.recent_rtts.iter().min().copied().unwrap_or_default();
         let threshold =
             rtt.min().mul_f64(self.config.delay_exit_ratio) + self.config.delay_exit_extra;
-        round_min >= threshold
+        recent_min >= threshold
     }
 
+    /// Ends the current train, taking its rate if it had at least 4 ACKs.
+    fn close_train(&mut self) {
+        let Some(train) = self.train.take() else {
+            return;
+        };
+        let span = train.last.saturating_duration_since(train.first).as_nanos();
+        if train.acks >= 4 && span > 0 {
+            let rate = u128::from(train.bytes_after_first) * 1_000_000_000 / span;
+            let rate = u64::try_from(rate).unwrap_or(u64::MAX);
+            self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+        }
+    }
+
+    /// Ends a start-up round: the window is at least the measured BDP.
     fn end_round(&mut self, rtt: &RttEstimator) {
-        if let (Some(first), Some(last)) = (self.round.start, self.round.last_ack) {
-            let span = last.saturating_duration_since(first).as_nanos();
-            if self.round.acks >= 4 && span > 0 {
-                let rate = u128::from(self.round.bytes_after_first) * 1_000_000_000 / span;
-                let rate = u64::try_from(rate).unwrap_or(u64::MAX);
-                self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
-                if let Some(bdp) = self.bdp(rtt) {
-                    self.window = self.window.max(bdp);
-                }
-            }
-        }
-        if self.queueing(rtt) {
-            self.exit_startup(rtt);
+        self.close_train();
+        if let Some(bdp) = self.bdp(rtt) {
+            self.window = self.window.max(bdp);
         }
     }
 
-    fn exit_startup(&mut self, rtt: &RttEstimator) {
+    /// Leaves start-up at `now`. The exit is a reduction: losses and marks of
+    /// packets sent before it met the queue start-up built, and are answered.
+    fn exit_startup(&mut self, now: Instant, rtt: &RttEstimator) {
         self.in_startup = false;
+        self.loss_epoch = Some(now);
+        self.ecn_epoch = Some(now);
         self.acked_towards_increase = 0;
         match self.bdp(rtt) {
             Some(bdp) => self.window = bdp.max(self.min_window()),
@@ -277,31 +303,45 @@ impl Controller for Ctcp {
                 .saturating_add(increments.saturating_mul(self.max_datagram));
             return;
         }
-        match self.round.start {
+        match self.round_start {
             Some(start) if sent >= start => {
                 self.end_round(rtt);
-                self.round = Round::default();
-                if !self.in_startup {
-                    return;
-                }
+                self.round_start = Some(now);
             }
-            _ => {}
+            Some(_) => {}
+            None => self.round_start = Some(now),
         }
-        let round = &mut self.round;
-        if round.start.is_none() {
-            round.start = Some(now);
-        } else {
-            round.bytes_after_first = round.bytes_after_first.saturating_add(bytes);
+        let max_gap = rtt.min() / 4;
+        if self
+            .train
+            .as_ref()
+            .is_some_and(|train| now.saturating_duration_since(train.last) > max_gap)
+        {
+            self.close_train();
         }
-        round.last_ack = Some(now);
-        round.acks = round.acks.saturating_add(1);
-        let sample = rtt.latest();
-        round.min_rtt = Some(round.min_rtt.map_or(sample, |min| min.min(sample)));
+        match &mut self.train {
+            Some(train) => {
+                train.last = train.last.max(now);
+                train.acks = train.acks.saturating_add(1);
+                train.bytes_after_first = train.bytes_after_first.saturating_add(bytes);
+            }
+            None => {
+                self.train = Some(Train {
+                    first: now,
+                    last: now,
+                    acks: 1,
+                    bytes_after_first: 0,
+                })
+            }
+        }
+        let slot = (self.rtt_samples % QUEUE_SAMPLES as u64) as usize;
+        self.recent_rtts[slot] = rtt.latest();
+        self.rtt_samples = self.rtt_samples.saturating_add(1);
         if !app_limited {
             self.window = self.window.saturating_add(bytes);
         }
-        if self.round.acks >= 8 && self.queueing(rtt) {
-            self.exit_startup(rtt);
+        if self.queueing(rtt) {
+            self.exit_startup(now, rtt);
         }
     }
 
@@ -313,16 +353,16 @@ impl Controller for Ctcp {
         above_baseline: bool,
         rtt: &RttEstimator,
     ) {
-        let _ = lost_bytes;
+        if let Some(train) = &mut self.train {
+            train.bytes_after_first = train.bytes_after_first.saturating_add(lost_bytes);
+        }
         if self.loss_epoch.is_some_and(|epoch| largest_sent <= epoch) {
             return;
         }
         if self.in_startup {
             // Random loss says nothing about the queue; the delay test does.
             if above_baseline {
-                self.exit_startup(rtt);
-                self.loss_epoch = Some(now);
-                self.ecn_epoch = Some(now);
+                self.exit_startup(now, rtt);
             }
             return;
         }
@@ -348,7 +388,7 @@ impl Controller for Ctcp {
             return;
         }
         if self.in_startup {
-            self.exit_startup(rtt);
+            self.exit_startup(now, rtt);
             if self.max_rate.is_none() {
                 self.scale(self.config.ecn_beta);
             }
