@@ -109,7 +109,7 @@ fn long_fat(loss: f64) -> PathModel {
 
 #[test]
 fn startup_reaches_the_bdp_within_three_rtts() {
-    for (loss, seed) in [(0.0, 1u64), (0.05, 2), (0.2, 3)] {
+    for (loss, seed) in [(0.0, 1u64), (0.05, 2), (0.2, 3), (0.3, 4)] {
         let path = long_fat(loss);
         let bdp = path.rate * path.rtt_min.as_secs_f64();
         let trace = run(&path, Duration::from_secs(12), seed);
@@ -217,11 +217,17 @@ fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
     let epoch = Instant::now();
     let (mut cc, mut rtt, now) = in_avoidance(epoch, 1000);
     let start = cc.window();
-    // A standing queue: every sample is twice the minimum.
-    for _ in 0..200 {
+    // A standing queue: every packet sent since start-up ended takes twice
+    // the minimum.
+    let mut at = now;
+    for i in 1..=200u64 {
+        let sent = now + Duration::from_micros(i);
+        at = sent + RTT_MIN * 2;
         rtt.update(Duration::ZERO, RTT_MIN * 2);
+        cc.on_ack(at, sent, PKT, false, &rtt);
     }
-    let lost_at = now + RTT_MIN;
+    assert_eq!(cc.window(), start);
+    let lost_at = at;
     cc.on_loss(lost_at, now + Duration::from_millis(1), PKT, false, &rtt);
     let halved = cc.window();
     assert!(
@@ -237,9 +243,15 @@ fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
         &rtt,
     );
     assert_eq!(cc.window(), halved);
-    // A loss of a packet sent after it: the next round trip's cut.
-    let later = lost_at + RTT_MIN * 2;
-    cc.on_loss(later, lost_at + Duration::from_millis(1), PKT, false, &rtt);
+    // A loss of a packet sent after it, once an ACK of such a packet shows
+    // the queue is still there: the next round trip's cut.
+    let sent = lost_at + Duration::from_millis(1);
+    cc.on_loss(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
+    assert_eq!(cc.window(), halved, "no sample since the cut yet");
+    rtt.update(Duration::ZERO, RTT_MIN * 2);
+    cc.on_ack(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
+    let sent = sent + Duration::from_millis(1);
+    cc.on_loss(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
     assert!((cc.window() as f64 / halved as f64 - 0.5).abs() < 0.01);
 }
 

@@ -9,7 +9,8 @@
 //! spaced by the bottleneck (packet-pair dispersion). ACKs are grouped into
 //! *trains*, broken by a gap longer than `RTTmin/4` or by the end of a round
 //! (a round begins at an ACK and ends at the first ACK of a packet sent after
-//! it began); a train of at least 4 ACKs gives a rate sample, the bytes
+//! it began); a train spanning at least 4 packets (ACKs and losses, at least
+//! 2 ACKs) gives a rate sample, the bytes
 //! acknowledged or declared lost after its first ACK over the time from its
 //! first ACK to its last. Lost bytes count because a lost packet took its
 //! slot at the bottleneck (or, lost before it, must be sent all the same);
@@ -34,8 +35,13 @@
 //! packets sent before the last reduction are ignored), the Coded TCP rule
 //! `cwnd ← cwnd × RTTmin / RTT`: random loss on an empty queue (RTT ≈ RTTmin)
 //! barely slows the sender, a standing queue that doubles the RTT halves the
-//! window. The RTT is `min(latest, smoothed)`: a standing queue raises both,
-//! a single jittered sample only the first. A loss above the baseline cuts at
+//! window. The RTT is `min(latest, smoothed)`, `latest` the latest sample of
+//! a packet sent since the last reduction: a standing queue raises both, a
+//! single jittered sample only the first, and samples of packets sent before
+//! the reduction describe a queue that the reduction has since drained (the
+//! loss of the first packet sent after it is reported together with the ACK
+//! of the last packet sent before it). With no such sample yet, a loss does
+//! not cut and leaves the round open. A loss above the baseline cuts at
 //! least to `× 0.85`. An ECN CE mark, at most once per round trip, cuts
 //! `× 0.8`: marks are a deliberate signal, so the response is firmer than
 //! for the RTT rule but gentler than Reno's half, since the AQM marks early.
@@ -143,6 +149,8 @@ struct Train {
     first: Instant,
     last: Instant,
     acks: u64,
+    /// ACKs and losses: the packets whose slots the train spans.
+    packets: u64,
     /// Bytes acknowledged or declared lost after the first ACK: dispersion
     /// counts the gaps, and a lost packet took its slot at the bottleneck.
     bytes_after_first: u64,
@@ -172,6 +180,9 @@ pub struct Ctcp {
     acked_towards_increase: u64,
     /// Losses of packets sent at or before this are not answered.
     loss_epoch: Option<Instant>,
+    /// The latest RTT sample of a packet sent after `loss_epoch`: the queue
+    /// as it is since the last reduction.
+    rtt_since_epoch: Option<Duration>,
     /// ECN marks on packets sent at or before this are not answered.
     ecn_epoch: Option<Instant>,
 }
@@ -194,6 +205,7 @@ impl Ctcp {
             max_rate: None,
             acked_towards_increase: 0,
             loss_epoch: None,
+            rtt_since_epoch: None,
             ecn_epoch: None,
         }
     }
@@ -212,9 +224,13 @@ impl Ctcp {
         min_window(self.max_datagram)
     }
 
-    /// `RTTmin / min(latest, smoothed)`, in `[0, 1]`.
-    fn rtt_ratio(rtt: &RttEstimator) -> f64 {
-        let current = rtt.latest().min(rtt.smoothed());
+    /// `RTTmin / min(latest, smoothed)`, in `[0, 1]`, where `latest` is the
+    /// latest sample of a packet sent since the last reduction; 1 without one.
+    fn rtt_ratio(&self, rtt: &RttEstimator) -> f64 {
+        let Some(latest) = self.rtt_since_epoch else {
+            return 1.0;
+        };
+        let current = latest.min(rtt.smoothed());
         if current.is_zero() {
             return 1.0;
         }
@@ -247,13 +263,14 @@ impl Ctcp {
         recent_min >= threshold
     }
 
-    /// Ends the current train, taking its rate if it had at least 4 ACKs.
+    /// Ends the current train, taking its rate if it spans at least 4
+    /// packets, 2 of them acknowledged.
     fn close_train(&mut self) {
         let Some(train) = self.train.take() else {
             return;
         };
         let span = train.last.saturating_duration_since(train.first).as_nanos();
-        if train.acks >= 4 && span > 0 {
+        if train.packets >= 4 && train.acks >= 2 && span > 0 {
             let rate = u128::from(train.bytes_after_first) * 1_000_000_000 / span;
             let rate = u64::try_from(rate).unwrap_or(u64::MAX);
             self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
@@ -272,13 +289,20 @@ impl Ctcp {
     /// packets sent before it met the queue start-up built, and are answered.
     fn exit_startup(&mut self, now: Instant, rtt: &RttEstimator) {
         self.in_startup = false;
-        self.loss_epoch = Some(now);
-        self.ecn_epoch = Some(now);
         self.acked_towards_increase = 0;
         match self.bdp(rtt) {
             Some(bdp) => self.window = bdp.max(self.min_window()),
-            None => self.scale(Self::rtt_ratio(rtt)),
+            None => self.scale(self.rtt_ratio(rtt)),
         }
+        self.set_loss_epoch(now);
+        self.ecn_epoch = Some(now);
+    }
+
+    /// Starts a new loss round at `now`; RTT samples of packets sent before
+    /// it no longer describe the queue.
+    fn set_loss_epoch(&mut self, now: Instant) {
+        self.loss_epoch = Some(now);
+        self.rtt_since_epoch = None;
     }
 }
 
@@ -291,6 +315,9 @@ impl Controller for Ctcp {
         app_limited: bool,
         rtt: &RttEstimator,
     ) {
+        if self.loss_epoch.is_none_or(|epoch| sent > epoch) {
+            self.rtt_since_epoch = Some(rtt.latest());
+        }
         if !self.in_startup {
             if app_limited {
                 return;
@@ -323,6 +350,7 @@ impl Controller for Ctcp {
             Some(train) => {
                 train.last = train.last.max(now);
                 train.acks = train.acks.saturating_add(1);
+                train.packets = train.packets.saturating_add(1);
                 train.bytes_after_first = train.bytes_after_first.saturating_add(bytes);
             }
             None => {
@@ -330,6 +358,7 @@ impl Controller for Ctcp {
                     first: now,
                     last: now,
                     acks: 1,
+                    packets: 1,
                     bytes_after_first: 0,
                 })
             }
@@ -353,8 +382,18 @@ impl Controller for Ctcp {
         above_baseline: bool,
         rtt: &RttEstimator,
     ) {
-        if let Some(train) = &mut self.train {
-            train.bytes_after_first = train.bytes_after_first.saturating_add(lost_bytes);
+        // A loss declared within a train took its slot in it: its bytes count
+        // and the train lasts until it was declared (with ACK-driven loss
+        // detection, the time of a later ACK of the train).
+        if self.in_startup {
+            let max_gap = rtt.min() / 4;
+            if let Some(train) = &mut self.train {
+                if now.saturating_duration_since(train.last) <= max_gap {
+                    train.bytes_after_first = train.bytes_after_first.saturating_add(lost_bytes);
+                    train.packets = train.packets.saturating_add(1);
+                    train.last = train.last.max(now);
+                }
+            }
         }
         if self.loss_epoch.is_some_and(|epoch| largest_sent <= epoch) {
             return;
@@ -366,12 +405,17 @@ impl Controller for Ctcp {
             }
             return;
         }
-        let mut factor = Self::rtt_ratio(rtt);
+        let mut factor = self.rtt_ratio(rtt);
         if above_baseline {
             factor = factor.min(self.config.congestion_beta);
         }
+        if self.rtt_since_epoch.is_none() && factor >= 1.0 {
+            // Nothing is known yet of the queue since the last reduction:
+            // keep the round open for a loss that can tell.
+            return;
+        }
         self.scale(factor);
-        self.loss_epoch = Some(now);
+        self.set_loss_epoch(now);
         if factor <= 0.9 {
             self.ecn_epoch = Some(now);
         }
@@ -396,7 +440,7 @@ impl Controller for Ctcp {
             self.scale(self.config.ecn_beta);
         }
         self.ecn_epoch = Some(now);
-        self.loss_epoch = Some(now);
+        self.set_loss_epoch(now);
     }
 
     fn window(&self) -> u64 {
