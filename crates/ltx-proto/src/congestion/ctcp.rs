@@ -10,9 +10,8 @@
 //! *trains*, broken by a gap longer than `RTTmin/4` or by the end of a round
 //! (a round begins at an ACK and ends at the first ACK of a packet sent after
 //! it began); a train spanning at least 4 packets (ACKs and losses, at least
-//! 2 ACKs) gives a rate sample, the bytes
-//! acknowledged or declared lost after its first ACK over the time from its
-//! first ACK to its last. Lost bytes count because a lost packet took its
+//! 2 ACKs) gives a rate sample, the bytes acknowledged or declared lost after
+//! its first ACK over the time from its first ACK to its last. Lost bytes count because a lost packet took its
 //! slot at the bottleneck (or, lost before it, must be sent all the same);
 //! trains rather than whole rounds, because a packet sent early to replace a
 //! loss comes back a round trip later and would stretch the span. At each
@@ -23,8 +22,8 @@
 //! Start-up ends on queueing delay (the smallest of the last 8 RTT samples is
 //! at least `RTTmin × 1.25 + 2 ms`: a queue, not a jittered sample, checked on
 //! every ACK so that a window that just jumped to the BDP does not double
-//! twice more before its queue is seen), on an ECN CE mark, or on a loss above the random-loss
-//! baseline; never on random loss. On exit `cwnd ← max(min window,
+//! twice more before its queue is seen), on an ECN CE mark, or on a loss
+//! above the random-loss baseline; never on random loss. On exit `cwnd ← max(min window,
 //! max_rate × RTTmin)`, the bandwidth-delay product, so the overshoot of the
 //! last round is not kept (without a rate sample: `cwnd × RTTmin/RTT`).
 //!
