@@ -4,20 +4,26 @@
 //! # Start-up
 //!
 //! The window grows by the bytes acknowledged (at least doubling per round
-//! trip), and each round also measures the bottleneck's delivery rate from
-//! the spacing of its ACKs: the initial window leaves as one burst, so its
-//! ACKs come back spaced by the bottleneck (packet-pair dispersion). A round
-//! begins at an ACK and ends at the first ACK of a packet sent after it began.
-//! At a round's end, if it had at least 4 ACKs, the rate is the bytes
-//! acknowledged after its first ACK over the time from its first ACK to its
-//! last, and `cwnd ← max(cwnd, max_rate × RTTmin)`: a long path is at full
+//! trip), and start-up also measures the bottleneck's rate from the spacing
+//! of ACKs: the initial window leaves as one burst, so its ACKs come back
+//! spaced by the bottleneck (packet-pair dispersion). ACKs are grouped into
+//! *trains*, broken by a gap longer than `RTTmin/4` or by the end of a round
+//! (a round begins at an ACK and ends at the first ACK of a packet sent after
+//! it began); a train spanning at least 4 packets (ACKs and losses, at least
+//! 2 ACKs) gives a rate sample, the bytes acknowledged or declared lost after
+//! its first ACK over the time from its first ACK to its last. Lost bytes count because a lost packet took its
+//! slot at the bottleneck (or, lost before it, must be sent all the same);
+//! trains rather than whole rounds, because a packet sent early to replace a
+//! loss comes back a round trip later and would stretch the span. At each
+//! round's end `cwnd ← max(cwnd, max_rate × RTTmin)`: a long path is at full
 //! rate one round after the first ACK instead of after `log2(BDP/IW)`
 //! doublings.
 //!
-//! Start-up ends on queueing delay (the smallest RTT sample of a round is at
-//! least `RTTmin × 1.25 + 2 ms`, checked from the 8th ACK of the round on and
-//! at its end), on an ECN CE mark, or on a loss above the random-loss
-//! baseline; never on random loss. On exit `cwnd ← max(min window,
+//! Start-up ends on queueing delay (the smallest of the last 8 RTT samples is
+//! at least `RTTmin × 1.25 + 2 ms`: a queue, not a jittered sample, checked on
+//! every ACK so that a window that just jumped to the BDP does not double
+//! twice more before its queue is seen), on an ECN CE mark, or on a loss
+//! above the random-loss baseline; never on random loss. On exit `cwnd ← max(min window,
 //! max_rate × RTTmin)`, the bandwidth-delay product, so the overshoot of the
 //! last round is not kept (without a rate sample: `cwnd × RTTmin/RTT`).
 //!
@@ -28,8 +34,13 @@
 //! packets sent before the last reduction are ignored), the Coded TCP rule
 //! `cwnd ← cwnd × RTTmin / RTT`: random loss on an empty queue (RTT ≈ RTTmin)
 //! barely slows the sender, a standing queue that doubles the RTT halves the
-//! window. The RTT is `min(latest, smoothed)`: a standing queue raises both,
-//! a single jittered sample only the first. A loss above the baseline cuts at
+//! window. The RTT is `min(latest, smoothed)`, `latest` the latest sample of
+//! a packet sent since the last reduction: a standing queue raises both, a
+//! single jittered sample only the first, and samples of packets sent before
+//! the reduction describe a queue that the reduction has since drained (the
+//! loss of the first packet sent after it is reported together with the ACK
+//! of the last packet sent before it). With no such sample yet, a loss does
+//! not cut and leaves the round open. A loss above the baseline cuts at
 //! least to `× 0.85`. An ECN CE mark, at most once per round trip, cuts
 //! `× 0.8`: marks are a deliberate signal, so the response is firmer than
 //! for the RTT rule but gentler than Reno's half, since the AQM marks early.
@@ -130,18 +141,22 @@ impl ControllerFactory for CtcpConfig {
     }
 }
 
-/// The ACKs of one start-up round.
-#[derive(Debug, Clone, Default)]
-struct Round {
-    /// When the round began: at its first ACK.
-    start: Option<Instant>,
-    last_ack: Option<Instant>,
+/// A train of ACKs in start-up: ACKs with no gap longer than a quarter of
+/// RTTmin between them, whose spacing is the bottleneck's.
+#[derive(Debug, Clone)]
+struct Train {
+    first: Instant,
+    last: Instant,
     acks: u64,
-    /// Bytes acknowledged after the first ACK (dispersion counts the gaps).
+    /// ACKs and losses: the packets whose slots the train spans.
+    packets: u64,
+    /// Bytes acknowledged or declared lost after the first ACK: dispersion
+    /// counts the gaps, and a lost packet took its slot at the bottleneck.
     bytes_after_first: u64,
-    /// The smallest RTT sample taken in the round.
-    min_rtt: Option<Duration>,
 }
+
+/// How many consecutive RTT samples must show a queue to end start-up.
+const QUEUE_SAMPLES: usize = 8;
 
 /// The Coded TCP controller: the window backs off by `RTTmin / RTT` on loss,
 /// by 0.8 on ECN, and starts from a measured bandwidth-delay product.
@@ -151,13 +166,22 @@ pub struct Ctcp {
     max_datagram: u64,
     window: u64,
     in_startup: bool,
-    round: Round,
+    /// When the current start-up round began: at its first ACK.
+    round_start: Option<Instant>,
+    train: Option<Train>,
+    /// The last RTT samples of start-up, a ring.
+    recent_rtts: [Duration; QUEUE_SAMPLES],
+    /// How many samples `recent_rtts` has taken.
+    rtt_samples: u64,
     /// The largest delivery rate measured in start-up, bytes per second.
     max_rate: Option<u64>,
     /// Bytes acknowledged towards the next additive increase.
     acked_towards_increase: u64,
     /// Losses of packets sent at or before this are not answered.
     loss_epoch: Option<Instant>,
+    /// The latest RTT sample of a packet sent after `loss_epoch`: the queue
+    /// as it is since the last reduction.
+    rtt_since_epoch: Option<Duration>,
     /// ECN marks on packets sent at or before this are not answered.
     ecn_epoch: Option<Instant>,
 }
@@ -173,10 +197,14 @@ impl Ctcp {
             max_datagram,
             window,
             in_startup: true,
-            round: Round::default(),
+            round_start: None,
+            train: None,
+            recent_rtts: [Duration::ZERO; QUEUE_SAMPLES],
+            rtt_samples: 0,
             max_rate: None,
             acked_towards_increase: 0,
             loss_epoch: None,
+            rtt_since_epoch: None,
             ecn_epoch: None,
         }
     }
@@ -195,9 +223,13 @@ impl Ctcp {
         min_window(self.max_datagram)
     }
 
-    /// `RTTmin / min(latest, smoothed)`, in `[0, 1]`.
-    fn rtt_ratio(rtt: &RttEstimator) -> f64 {
-        let current = rtt.latest().min(rtt.smoothed());
+    /// `RTTmin / min(latest, smoothed)`, in `[0, 1]`, where `latest` is the
+    /// latest sample of a packet sent since the last reduction; 1 without one.
+    fn rtt_ratio(&self, rtt: &RttEstimator) -> f64 {
+        let Some(latest) = self.rtt_since_epoch else {
+            return 1.0;
+        };
+        let current = latest.min(rtt.smoothed());
         if current.is_zero() {
             return 1.0;
         }
@@ -219,40 +251,57 @@ impl Ctcp {
         Some(u64::try_from(bytes).unwrap_or(u64::MAX))
     }
 
-    /// Whether the round's RTTs show a queue.
+    /// Whether the last RTT samples all show a queue.
     fn queueing(&self, rtt: &RttEstimator) -> bool {
-        let Some(round_min) = self.round.min_rtt else {
+        if self.rtt_samples < QUEUE_SAMPLES as u64 {
             return false;
-        };
+        }
+        let recent_min = self.recent_rtts.iter().min().copied().unwrap_or_default();
         let threshold =
             rtt.min().mul_f64(self.config.delay_exit_ratio) + self.config.delay_exit_extra;
-        round_min >= threshold
+        recent_min >= threshold
     }
 
+    /// Ends the current train, taking its rate if it spans at least 4
+    /// packets, 2 of them acknowledged.
+    fn close_train(&mut self) {
+        let Some(train) = self.train.take() else {
+            return;
+        };
+        let span = train.last.saturating_duration_since(train.first).as_nanos();
+        if train.packets >= 4 && train.acks >= 2 && span > 0 {
+            let rate = u128::from(train.bytes_after_first) * 1_000_000_000 / span;
+            let rate = u64::try_from(rate).unwrap_or(u64::MAX);
+            self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+        }
+    }
+
+    /// Ends a start-up round: the window is at least the measured BDP.
     fn end_round(&mut self, rtt: &RttEstimator) {
-        if let (Some(first), Some(last)) = (self.round.start, self.round.last_ack) {
-            let span = last.saturating_duration_since(first).as_nanos();
-            if self.round.acks >= 4 && span > 0 {
-                let rate = u128::from(self.round.bytes_after_first) * 1_000_000_000 / span;
-                let rate = u64::try_from(rate).unwrap_or(u64::MAX);
-                self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
-                if let Some(bdp) = self.bdp(rtt) {
-                    self.window = self.window.max(bdp);
-                }
-            }
-        }
-        if self.queueing(rtt) {
-            self.exit_startup(rtt);
+        self.close_train();
+        if let Some(bdp) = self.bdp(rtt) {
+            self.window = self.window.max(bdp);
         }
     }
 
-    fn exit_startup(&mut self, rtt: &RttEstimator) {
+    /// Leaves start-up at `now`. The exit is a reduction: losses and marks of
+    /// packets sent before it met the queue start-up built, and are answered.
+    fn exit_startup(&mut self, now: Instant, rtt: &RttEstimator) {
         self.in_startup = false;
         self.acked_towards_increase = 0;
         match self.bdp(rtt) {
             Some(bdp) => self.window = bdp.max(self.min_window()),
-            None => self.scale(Self::rtt_ratio(rtt)),
+            None => self.scale(self.rtt_ratio(rtt)),
         }
+        self.set_loss_epoch(now);
+        self.ecn_epoch = Some(now);
+    }
+
+    /// Starts a new loss round at `now`; RTT samples of packets sent before
+    /// it no longer describe the queue.
+    fn set_loss_epoch(&mut self, now: Instant) {
+        self.loss_epoch = Some(now);
+        self.rtt_since_epoch = None;
     }
 }
 
@@ -265,6 +314,9 @@ impl Controller for Ctcp {
         app_limited: bool,
         rtt: &RttEstimator,
     ) {
+        if self.loss_epoch.is_none_or(|epoch| sent > epoch) {
+            self.rtt_since_epoch = Some(rtt.latest());
+        }
         if !self.in_startup {
             if app_limited {
                 return;
@@ -277,31 +329,47 @@ impl Controller for Ctcp {
                 .saturating_add(increments.saturating_mul(self.max_datagram));
             return;
         }
-        match self.round.start {
+        match self.round_start {
             Some(start) if sent >= start => {
                 self.end_round(rtt);
-                self.round = Round::default();
-                if !self.in_startup {
-                    return;
-                }
+                self.round_start = Some(now);
             }
-            _ => {}
+            Some(_) => {}
+            None => self.round_start = Some(now),
         }
-        let round = &mut self.round;
-        if round.start.is_none() {
-            round.start = Some(now);
-        } else {
-            round.bytes_after_first = round.bytes_after_first.saturating_add(bytes);
+        let max_gap = rtt.min() / 4;
+        if self
+            .train
+            .as_ref()
+            .is_some_and(|train| now.saturating_duration_since(train.last) > max_gap)
+        {
+            self.close_train();
         }
-        round.last_ack = Some(now);
-        round.acks = round.acks.saturating_add(1);
-        let sample = rtt.latest();
-        round.min_rtt = Some(round.min_rtt.map_or(sample, |min| min.min(sample)));
+        match &mut self.train {
+            Some(train) => {
+                train.last = train.last.max(now);
+                train.acks = train.acks.saturating_add(1);
+                train.packets = train.packets.saturating_add(1);
+                train.bytes_after_first = train.bytes_after_first.saturating_add(bytes);
+            }
+            None => {
+                self.train = Some(Train {
+                    first: now,
+                    last: now,
+                    acks: 1,
+                    packets: 1,
+                    bytes_after_first: 0,
+                })
+            }
+        }
+        let slot = (self.rtt_samples % QUEUE_SAMPLES as u64) as usize;
+        self.recent_rtts[slot] = rtt.latest();
+        self.rtt_samples = self.rtt_samples.saturating_add(1);
         if !app_limited {
             self.window = self.window.saturating_add(bytes);
         }
-        if self.round.acks >= 8 && self.queueing(rtt) {
-            self.exit_startup(rtt);
+        if self.queueing(rtt) {
+            self.exit_startup(now, rtt);
         }
     }
 
@@ -313,25 +381,40 @@ impl Controller for Ctcp {
         above_baseline: bool,
         rtt: &RttEstimator,
     ) {
-        let _ = lost_bytes;
+        // A loss declared within a train took its slot in it: its bytes count
+        // and the train lasts until it was declared (with ACK-driven loss
+        // detection, the time of a later ACK of the train).
+        if self.in_startup {
+            let max_gap = rtt.min() / 4;
+            if let Some(train) = &mut self.train {
+                if now.saturating_duration_since(train.last) <= max_gap {
+                    train.bytes_after_first = train.bytes_after_first.saturating_add(lost_bytes);
+                    train.packets = train.packets.saturating_add(1);
+                    train.last = train.last.max(now);
+                }
+            }
+        }
         if self.loss_epoch.is_some_and(|epoch| largest_sent <= epoch) {
             return;
         }
         if self.in_startup {
             // Random loss says nothing about the queue; the delay test does.
             if above_baseline {
-                self.exit_startup(rtt);
-                self.loss_epoch = Some(now);
-                self.ecn_epoch = Some(now);
+                self.exit_startup(now, rtt);
             }
             return;
         }
-        let mut factor = Self::rtt_ratio(rtt);
+        let mut factor = self.rtt_ratio(rtt);
         if above_baseline {
             factor = factor.min(self.config.congestion_beta);
         }
+        if self.rtt_since_epoch.is_none() && factor >= 1.0 {
+            // Nothing is known yet of the queue since the last reduction:
+            // keep the round open for a loss that can tell.
+            return;
+        }
         self.scale(factor);
-        self.loss_epoch = Some(now);
+        self.set_loss_epoch(now);
         if factor <= 0.9 {
             self.ecn_epoch = Some(now);
         }
@@ -348,7 +431,7 @@ impl Controller for Ctcp {
             return;
         }
         if self.in_startup {
-            self.exit_startup(rtt);
+            self.exit_startup(now, rtt);
             if self.max_rate.is_none() {
                 self.scale(self.config.ecn_beta);
             }
@@ -356,7 +439,7 @@ impl Controller for Ctcp {
             self.scale(self.config.ecn_beta);
         }
         self.ecn_epoch = Some(now);
-        self.loss_epoch = Some(now);
+        self.set_loss_epoch(now);
     }
 
     fn window(&self) -> u64 {

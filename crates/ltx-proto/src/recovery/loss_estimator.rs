@@ -21,13 +21,17 @@
 //! then, except that a late loss counts as a run of its own. Reports older
 //! than the committed history ([`HISTORY`] numbers) are ignored.
 //!
-//! Committed fates feed three exponentially weighted counters, *delivered*,
+//! Committed fates feed exponentially weighted counters of *delivered*,
 //! *lost* and *runs* (a run starts at a loss whose previous committed fate
 //! was a delivery). While fewer than `window` packets have been committed the
 //! counters are plain sums, so the estimate is the sample mean from the first
 //! packet (a fast start); after that each commit first scales them by
 //! `1 − 1/window`, an exponential window whose total weight stays `window`.
-//! Then `rate = lost / (lost + delivered)` and `burst = lost / runs`.
+//! Then `rate = lost / (lost + delivered)` over `window` packets and
+//! `burst = lost / runs` over `4 × window`: a window holds `rate·window/burst`
+//! runs (41 at 10 % loss in bursts of 5 over 2048 packets), too few for a
+//! steady mean, while the rate must follow changes within a few thousand
+//! packets.
 
 use std::collections::VecDeque;
 
@@ -82,8 +86,10 @@ impl Default for LossEstimate {
 /// the fate of each packet the sender sent, source and repair alike.
 #[derive(Debug, Clone)]
 pub struct LossEstimator {
-    window: u64,
-    decay: f64,
+    /// Counters over `window` packets, for the rate.
+    short: Counters,
+    /// Counters over `4 × window` packets, for the burst.
+    long: Counters,
     /// The lowest packet number not yet committed.
     next_commit: u64,
     /// `pending[i]` is the fate of `next_commit + i`.
@@ -93,12 +99,57 @@ pub struct LossEstimator {
     history: VecDeque<Fate>,
     /// The largest packet number reported so far.
     largest: Option<u64>,
-    delivered: f64,
-    lost: f64,
-    runs: f64,
     samples: u64,
     /// Whether the last committed known fate was a loss.
     in_run: bool,
+}
+
+/// Exponentially weighted counts of committed fates.
+#[derive(Debug, Clone)]
+struct Counters {
+    window: u64,
+    decay: f64,
+    delivered: f64,
+    lost: f64,
+    runs: f64,
+}
+
+impl Counters {
+    fn new(window: u64) -> Self {
+        Self {
+            window,
+            decay: 1.0 - 1.0 / window as f64,
+            delivered: 0.0,
+            lost: 0.0,
+            runs: 0.0,
+        }
+    }
+
+    /// Counts one fate, `samples` fates having been counted before it.
+    fn commit(&mut self, samples: u64, lost: bool, new_run: bool) {
+        if samples >= self.window {
+            self.delivered *= self.decay;
+            self.lost *= self.decay;
+            self.runs *= self.decay;
+        }
+        if lost {
+            self.lost += 1.0;
+            if new_run {
+                self.runs += 1.0;
+            }
+        } else {
+            self.delivered += 1.0;
+        }
+    }
+
+    /// The weight now of a fate committed `age` commits ago.
+    fn weight(&self, samples: u64, age: u64) -> f64 {
+        if samples >= self.window {
+            self.decay.powi(i32::try_from(age).unwrap_or(i32::MAX))
+        } else {
+            1.0
+        }
+    }
 }
 
 impl Default for LossEstimator {
@@ -117,15 +168,12 @@ impl LossEstimator {
     pub fn with_window(window: u64) -> Self {
         let window = window.max(1);
         Self {
-            window,
-            decay: 1.0 - 1.0 / window as f64,
+            short: Counters::new(window),
+            long: Counters::new(window.saturating_mul(4)),
             next_commit: 0,
             pending: VecDeque::new(),
             history: VecDeque::new(),
             largest: None,
-            delivered: 0.0,
-            lost: 0.0,
-            runs: 0.0,
             samples: 0,
             in_run: false,
         }
@@ -149,16 +197,19 @@ impl LossEstimator {
 
     /// The current estimate.
     pub fn estimate(&self) -> LossEstimate {
-        let total = self.lost + self.delivered;
-        if self.samples == 0 || total <= 0.0 || self.lost <= 0.0 {
+        let Counters {
+            lost, delivered, ..
+        } = self.short;
+        let total = lost + delivered;
+        if self.samples == 0 || total <= 0.0 || lost <= 0.0 {
             return LossEstimate {
                 samples: self.samples,
                 ..LossEstimate::CLEAN
             };
         }
-        let rate = (self.lost / total).clamp(0.0, 1.0);
-        let burst = if self.runs > 0.0 {
-            (self.lost / self.runs).max(1.0)
+        let rate = (lost / total).clamp(0.0, 1.0);
+        let burst = if self.long.runs > 0.0 {
+            (self.long.lost / self.long.runs).max(1.0)
         } else {
             1.0
         };
@@ -224,26 +275,12 @@ impl LossEstimator {
         if fate == Fate::Unknown {
             return;
         }
-        if self.samples >= self.window {
-            self.delivered *= self.decay;
-            self.lost *= self.decay;
-            self.runs *= self.decay;
-        }
+        let lost = fate == Fate::Lost;
+        let new_run = lost && !self.in_run;
+        self.short.commit(self.samples, lost, new_run);
+        self.long.commit(self.samples, lost, new_run);
         self.samples += 1;
-        match fate {
-            Fate::Delivered => {
-                self.delivered += 1.0;
-                self.in_run = false;
-            }
-            Fate::Lost => {
-                self.lost += 1.0;
-                if !self.in_run {
-                    self.runs += 1.0;
-                }
-                self.in_run = true;
-            }
-            Fate::Unknown => unreachable!("returned above"),
-        }
+        self.in_run = lost;
     }
 
     /// Corrects the counters for a report on an already committed packet.
@@ -257,27 +294,25 @@ impl LossEstimator {
         }
         let index = self.history.len() - 1 - age_index;
         let old = self.history[index];
-        let weight = if self.samples >= self.window {
-            self.decay.powi(i32::try_from(age).unwrap_or(i32::MAX))
-        } else {
-            1.0
-        };
-        match (old, fate) {
-            (Fate::Lost, Fate::Delivered) => {
-                self.lost = (self.lost - weight).max(0.0);
-                self.delivered += weight;
+        let samples = self.samples;
+        for counters in [&mut self.short, &mut self.long] {
+            let weight = counters.weight(samples, age);
+            match (old, fate) {
+                (Fate::Lost, Fate::Delivered) => {
+                    counters.lost = (counters.lost - weight).max(0.0);
+                    counters.delivered += weight;
+                }
+                (Fate::Unknown, Fate::Delivered) => counters.delivered += weight,
+                (Fate::Unknown, Fate::Lost) => {
+                    counters.lost += weight;
+                    counters.runs += weight;
+                }
+                // Repeats, and a loss declared after an acknowledgement.
+                _ => return,
             }
-            (Fate::Unknown, Fate::Delivered) => {
-                self.delivered += weight;
-                self.samples += 1;
-            }
-            (Fate::Unknown, Fate::Lost) => {
-                self.lost += weight;
-                self.runs += weight;
-                self.samples += 1;
-            }
-            // Repeats, and a loss declared after an acknowledgement.
-            _ => return,
+        }
+        if old == Fate::Unknown {
+            self.samples += 1;
         }
         self.history[index] = fate;
     }

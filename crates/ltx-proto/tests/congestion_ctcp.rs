@@ -1,0 +1,324 @@
+//! Ctcp's behaviour: start-up on a long fat path, indifference to random
+//! loss on an empty queue, the Coded TCP back-off on a standing queue, and one
+//! ECN response per round trip.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+use std::sync::Arc;
+
+use ltx_proto::congestion::{Controller, Ctcp, CtcpConfig, Pacer};
+use ltx_proto::rtt::RttEstimator;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+const MTU: u16 = 1200;
+const PKT: u64 = MTU as u64;
+
+/// One bottleneck of `rate` bytes per second with an unbounded queue,
+/// `rtt_min` of propagation and independent random loss after the queue.
+struct PathModel {
+    rate: f64,
+    rtt_min: Duration,
+    loss: f64,
+}
+
+/// What a run of the packet model recorded.
+struct Trace {
+    /// (time since start, window) after every event.
+    windows: Vec<(Duration, u64)>,
+    /// The largest queueing delay seen by any packet.
+    max_queue_delay: Duration,
+    startup_ended: Option<Duration>,
+}
+
+/// Runs Ctcp over `path` for `duration`, sending whenever window and pacer
+/// allow; ACKs return one propagation RTT after the bottleneck served the
+/// packet, so they come back spaced at the bottleneck rate.
+fn run(path: &PathModel, duration: Duration, seed: u64) -> Trace {
+    let epoch = Instant::now();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), epoch, MTU);
+    let mut rtt = RttEstimator::new(Duration::from_millis(333));
+    let mut pacer = Pacer::new(MTU);
+    // (arrival of the ACK or of the loss report, sent, lost)
+    let mut events: BinaryHeap<Reverse<(Instant, Instant, bool)>> = BinaryHeap::new();
+    let serialization = Duration::from_secs_f64(PKT as f64 / path.rate);
+    let mut bottleneck_free = epoch;
+    let mut in_flight = 0u64;
+    let mut now = epoch;
+    let mut trace = Trace {
+        windows: Vec::new(),
+        max_queue_delay: Duration::ZERO,
+        startup_ended: None,
+    };
+    while now < epoch + duration {
+        let mut next_send = None;
+        while in_flight + PKT <= cc.window() {
+            let rate = cc.pacing_rate(&rtt).expect("ctcp always paces");
+            if let Some(at) = pacer.delay(now, PKT, rate, cc.window()) {
+                next_send = Some(at);
+                break;
+            }
+            pacer.on_sent(now, PKT);
+            in_flight += PKT;
+            cc.on_sent(now, PKT, in_flight);
+            let start = now.max(bottleneck_free);
+            trace.max_queue_delay = trace.max_queue_delay.max(start - now);
+            bottleneck_free = start + serialization;
+            let lost = rng.random_bool(path.loss);
+            events.push(Reverse((bottleneck_free + path.rtt_min, now, lost)));
+        }
+        let next_event = events.peek().map(|Reverse((at, _, _))| *at);
+        now = match (next_event, next_send) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => panic!("stalled with window {}", cc.window()),
+        };
+        while let Some(&Reverse((at, sent, lost))) = events.peek() {
+            if at > now {
+                break;
+            }
+            events.pop();
+            in_flight -= PKT;
+            if lost {
+                cc.on_loss(now, sent, PKT, false, &rtt);
+            } else {
+                rtt.update(Duration::ZERO, now - sent);
+                cc.on_ack(now, sent, PKT, false, &rtt);
+            }
+        }
+        trace.windows.push((now - epoch, cc.window()));
+        if trace.startup_ended.is_none() && !cc.in_startup() {
+            trace.startup_ended = Some(now - epoch);
+        }
+    }
+    trace
+}
+
+/// 50 Mbit/s, 600 ms: the bandwidth-delay product is 3 750 000 bytes.
+fn long_fat(loss: f64) -> PathModel {
+    PathModel {
+        rate: 50e6 / 8.0,
+        rtt_min: Duration::from_millis(600),
+        loss,
+    }
+}
+
+#[test]
+fn startup_reaches_the_bdp_within_three_rtts() {
+    for (loss, seed) in [(0.0, 1u64), (0.05, 2), (0.2, 3), (0.3, 4)] {
+        let path = long_fat(loss);
+        let bdp = path.rate * path.rtt_min.as_secs_f64();
+        let trace = run(&path, Duration::from_secs(12), seed);
+        let reached = trace
+            .windows
+            .iter()
+            .find(|(_, w)| *w as f64 >= 0.8 * bdp)
+            .map(|(t, _)| *t);
+        let reached = reached.unwrap_or(Duration::MAX);
+        assert!(
+            reached <= path.rtt_min * 3,
+            "seed {seed}, loss {loss}: 0.8 × BDP reached at {reached:?}"
+        );
+        // Start-up ends on the queue it builds, not on the random loss,
+        // and leaves about one BDP, not its overshoot.
+        let ended = trace.startup_ended.unwrap_or(Duration::MAX);
+        assert!(
+            ended <= path.rtt_min * 6,
+            "seed {seed}, loss {loss}: start-up ended at {ended:?}"
+        );
+        let (_, last) = *trace.windows.last().expect("events");
+        assert!(
+            (0.8 * bdp..1.6 * bdp).contains(&(last as f64)),
+            "seed {seed}, loss {loss}: window {last} after 20 RTTs, BDP {bdp}"
+        );
+        assert!(
+            trace.max_queue_delay <= path.rtt_min * 2,
+            "seed {seed}, loss {loss}: queue delay {:?}",
+            trace.max_queue_delay
+        );
+    }
+}
+
+const RTT_MIN: Duration = Duration::from_millis(100);
+
+/// A controller in congestion avoidance with a window of `packets`
+/// datagrams, its RTT estimator at `RTT_MIN`, and the time it got there.
+fn in_avoidance(epoch: Instant, packets: u64) -> (Ctcp, RttEstimator, Instant) {
+    let mut config = CtcpConfig::default();
+    config.initial_window_packets(packets);
+    let mut cc = Ctcp::new(Arc::new(config), epoch, MTU);
+    let mut rtt = RttEstimator::new(Duration::from_millis(333));
+    rtt.update(Duration::ZERO, RTT_MIN);
+    // A loss above the baseline ends start-up; with no rate sample and the
+    // RTT at its minimum the window is kept.
+    let now = epoch + RTT_MIN;
+    cc.on_loss(now, epoch, PKT, true, &rtt);
+    assert!(!cc.in_startup());
+    assert_eq!(cc.window(), packets * PKT);
+    (cc, rtt, now)
+}
+
+/// Drives `rounds` round trips of a full window: each packet is sent at an
+/// even spacing and acknowledged (or, with probability `loss`, declared lost)
+/// one `rtt_of_round` later. Returns the window after each round.
+fn drive(
+    cc: &mut Ctcp,
+    rtt: &mut RttEstimator,
+    start: Instant,
+    rounds: u32,
+    rtt_of_round: Duration,
+    loss: f64,
+    seed: u64,
+) -> Vec<u64> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut now = start;
+    let mut windows = Vec::new();
+    for _ in 0..rounds {
+        let packets = cc.window() / PKT;
+        let spacing = rtt_of_round / u32::try_from(packets).expect("window fits");
+        let round_start = now;
+        for i in 0..packets {
+            let sent = round_start + spacing * u32::try_from(i).expect("fits");
+            now = sent + rtt_of_round;
+            if rng.random_bool(loss) {
+                cc.on_loss(now, sent, PKT, false, rtt);
+            } else {
+                rtt.update(Duration::ZERO, rtt_of_round);
+                cc.on_ack(now, sent, PKT, false, rtt);
+            }
+        }
+        windows.push(cc.window());
+    }
+    windows
+}
+
+#[test]
+fn random_loss_on_an_empty_queue_barely_slows_it() {
+    let epoch = Instant::now();
+    let (mut cc, mut rtt, now) = in_avoidance(epoch, 2000);
+    let start = cc.window();
+    let seed = 0x10;
+    let windows = drive(&mut cc, &mut rtt, now, 100, RTT_MIN, 0.1, seed);
+    for (round, w) in windows.iter().enumerate() {
+        let ratio = *w as f64 / start as f64;
+        assert!(
+            (0.9..=1.1).contains(&ratio),
+            "seed {seed}: round {round}, window {w} from {start}"
+        );
+    }
+}
+
+#[test]
+fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
+    let epoch = Instant::now();
+    let (mut cc, mut rtt, now) = in_avoidance(epoch, 1000);
+    let start = cc.window();
+    // A standing queue: every packet sent since start-up ended takes twice
+    // the minimum.
+    let mut at = now;
+    for i in 1..=200u64 {
+        let sent = now + Duration::from_micros(i);
+        at = sent + RTT_MIN * 2;
+        rtt.update(Duration::ZERO, RTT_MIN * 2);
+        cc.on_ack(at, sent, PKT, false, &rtt);
+    }
+    assert_eq!(cc.window(), start);
+    let lost_at = at;
+    cc.on_loss(lost_at, now + Duration::from_millis(1), PKT, false, &rtt);
+    let halved = cc.window();
+    assert!(
+        (halved as f64 / start as f64 - 0.5).abs() < 0.01,
+        "{halved} from {start}"
+    );
+    // More losses of packets sent before the reduction: no further cut.
+    cc.on_loss(
+        lost_at + Duration::from_millis(50),
+        lost_at,
+        PKT,
+        false,
+        &rtt,
+    );
+    assert_eq!(cc.window(), halved);
+    // A loss of a packet sent after it, once an ACK of such a packet shows
+    // the queue is still there: the next round trip's cut.
+    let sent = lost_at + Duration::from_millis(1);
+    cc.on_loss(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
+    assert_eq!(cc.window(), halved, "no sample since the cut yet");
+    rtt.update(Duration::ZERO, RTT_MIN * 2);
+    cc.on_ack(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
+    let sent = sent + Duration::from_millis(1);
+    cc.on_loss(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
+    assert!((cc.window() as f64 / halved as f64 - 0.5).abs() < 0.01);
+}
+
+#[test]
+fn loss_above_the_baseline_cuts_at_least_to_085() {
+    let epoch = Instant::now();
+    let (mut cc, rtt, now) = in_avoidance(epoch, 1000);
+    let start = cc.window();
+    cc.on_loss(
+        now + RTT_MIN,
+        now + Duration::from_millis(1),
+        PKT,
+        true,
+        &rtt,
+    );
+    assert_eq!(cc.window(), start * 85 / 100);
+    // Random loss on an empty queue, the boundary's other side: no cut.
+    let (mut cc, rtt, now) = in_avoidance(epoch, 1000);
+    cc.on_loss(
+        now + RTT_MIN,
+        now + Duration::from_millis(1),
+        PKT,
+        false,
+        &rtt,
+    );
+    assert_eq!(cc.window(), start);
+}
+
+#[test]
+fn ecn_cuts_once_per_round_trip_not_per_mark() {
+    let epoch = Instant::now();
+    let (mut cc, rtt, mut now) = in_avoidance(epoch, 1000);
+    let start = cc.window() as f64;
+    for round in 1..=5i32 {
+        // A round trip in which every ACK carries a new mark.
+        let round_start = now;
+        for i in 1..=100u32 {
+            let sent = round_start + Duration::from_micros(u64::from(i) * 10);
+            now = sent + RTT_MIN;
+            cc.on_ecn_ce(now, sent, 1, &rtt);
+        }
+        let expected = start * 0.8f64.powi(round);
+        let w = cc.window() as f64;
+        assert!(
+            (w / expected - 1.0).abs() < 0.01,
+            "round {round}: window {w}, expected {expected}"
+        );
+    }
+}
+
+#[test]
+fn random_loss_does_not_end_startup_but_congestion_does() {
+    let epoch = Instant::now();
+    let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), epoch, MTU);
+    let mut rtt = RttEstimator::new(Duration::from_millis(333));
+    rtt.update(Duration::ZERO, RTT_MIN);
+    let now = epoch + RTT_MIN;
+    for _ in 0..100 {
+        cc.on_loss(now, epoch, PKT, false, &rtt);
+    }
+    assert!(cc.in_startup());
+    assert_eq!(cc.window(), 10 * PKT);
+    cc.on_loss(now, epoch, PKT, true, &rtt);
+    assert!(!cc.in_startup());
+
+    let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), epoch, MTU);
+    cc.on_ecn_ce(now, epoch, 1, &rtt);
+    assert!(!cc.in_startup());
+    assert_eq!(cc.window(), 8 * PKT);
+}
