@@ -93,7 +93,11 @@ mod tests {
         for bit in 0..packet.len() * 8 {
             let mut bad = packet.clone();
             bad[bit / 8] ^= 1 << (bit % 8);
-            assert_eq!(layer.open(7, 6, &mut bad), Err(OpenError::Unauthentic), "bit {bit}");
+            assert_eq!(
+                layer.open(7, 6, &mut bad),
+                Err(OpenError::Unauthentic),
+                "bit {bit}"
+            );
         }
     }
 

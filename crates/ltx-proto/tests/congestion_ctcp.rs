@@ -213,7 +213,7 @@ fn random_loss_on_an_empty_queue_barely_slows_it() {
 }
 
 #[test]
-fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
+fn congestion_on_a_queue_that_doubles_the_rtt_halves_the_window() {
     let epoch = Instant::now();
     let (mut cc, mut rtt, now) = in_avoidance(epoch, 1000);
     let start = cc.window();
@@ -228,7 +228,10 @@ fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
     }
     assert_eq!(cc.window(), start);
     let lost_at = at;
+    // Random loss, even with the queue standing, is not a congestion event.
     cc.on_loss(lost_at, now + Duration::from_millis(1), PKT, false, &rtt);
+    assert_eq!(cc.window(), start);
+    cc.on_loss(lost_at, now + Duration::from_millis(1), PKT, true, &rtt);
     let halved = cc.window();
     assert!(
         (halved as f64 / start as f64 - 0.5).abs() < 0.01,
@@ -239,19 +242,17 @@ fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
         lost_at + Duration::from_millis(50),
         lost_at,
         PKT,
-        false,
+        true,
         &rtt,
     );
     assert_eq!(cc.window(), halved);
     // A loss of a packet sent after it, once an ACK of such a packet shows
     // the queue is still there: the next round trip's cut.
     let sent = lost_at + Duration::from_millis(1);
-    cc.on_loss(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
-    assert_eq!(cc.window(), halved, "no sample since the cut yet");
     rtt.update(Duration::ZERO, RTT_MIN * 2);
     cc.on_ack(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
     let sent = sent + Duration::from_millis(1);
-    cc.on_loss(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
+    cc.on_loss(sent + RTT_MIN * 2, sent, PKT, true, &rtt);
     assert!((cc.window() as f64 / halved as f64 - 0.5).abs() < 0.01);
 }
 

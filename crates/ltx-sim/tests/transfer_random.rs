@@ -88,7 +88,10 @@ fn check(seed: u64) {
 
 #[test]
 fn random_paths_deliver_every_byte() {
-    if let Some(seed) = std::env::var("LTX_SIM_SEED").ok().and_then(|s| s.parse().ok()) {
+    if let Some(seed) = std::env::var("LTX_SIM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         check(seed);
         return;
     }

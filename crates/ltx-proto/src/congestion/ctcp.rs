@@ -404,10 +404,15 @@ impl Controller for Ctcp {
             }
             return;
         }
-        let mut factor = self.rtt_ratio(rtt);
-        if above_baseline {
-            factor = factor.min(self.config.congestion_beta);
+        // A congestion event is loss above the random baseline (the
+        // connection judges it from its loss estimate and the queueing
+        // delay). Random loss alone never reduces the window: with jitter,
+        // RTTmin/RTT falls below 1 on an empty queue and the Coded TCP rule
+        // would shrink the window at every loss.
+        if !above_baseline {
+            return;
         }
+        let factor = self.rtt_ratio(rtt).min(self.config.congestion_beta);
         if self.rtt_since_epoch.is_none() && factor >= 1.0 {
             // Nothing is known yet of the queue since the last reduction:
             // keep the round open for a loss that can tell.
