@@ -8,9 +8,10 @@ use crate::congestion::{ControllerFactory, CtcpConfig};
 use crate::recovery::RedundancyConfig;
 
 /// Symbols of history the receiver keeps below its first unknown symbol, so
-/// that a repair symbol whose window starts a little before it (the sender
-/// learns of progress one round trip late) can still be used.
-pub(crate) const DECODER_HISTORY: u16 = 512;
+/// that a repair symbol whose window starts before it can still be used:
+/// the sender learns of the receiver's progress a round trip late, and in a
+/// round trip the receiver may decode a whole window's worth.
+pub(crate) const DECODER_HISTORY: u16 = 8192;
 
 /// The settings of one connection: sizes, limits, timers and the policies
 /// (congestion controller, redundancy) it runs.
@@ -18,7 +19,7 @@ pub(crate) const DECODER_HISTORY: u16 = 512;
 /// Memory per connection is bounded by these numbers: the sender holds at
 /// most `max_window` unacknowledged symbols of `symbol_size` bytes (its
 /// encoder ring) plus `send_buffer` bytes per stream; the receiver holds a
-/// decoder of `max_window + 512` symbols (allocated on first use) and at
+/// decoder of `max_window + 8192` symbols (allocated on first use) and at
 /// most `stream_receive_window` bytes per stream and `receive_window` bytes
 /// in all waiting to be read.
 #[derive(Clone)]

@@ -101,6 +101,9 @@ pub struct FlowResult {
     pub source_sent: u64,
     /// The sender's final loss estimate.
     pub loss_estimate: f64,
+    /// Repair symbols sent proactively, reactively, for the tail and as
+    /// probes, and repairs the receiver found stale.
+    pub repair_kinds: [u64; 5],
     /// Delivery delay minus one-way delay, per sent piece, in ms.
     pub delays_ms: Vec<f64>,
 }
@@ -290,6 +293,13 @@ impl Scenario {
                 repair_sent: stats.repair_symbols_sent,
                 source_sent: stats.source_symbols_sent,
                 loss_estimate: stats.loss_rate,
+                repair_kinds: [
+                    stats.repair_proactive,
+                    stats.repair_reactive,
+                    stats.repair_tail,
+                    stats.repair_probe,
+                    receiver_stats.repairs_stale,
+                ],
                 delays_ms,
             });
         }

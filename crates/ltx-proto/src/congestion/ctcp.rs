@@ -146,6 +146,9 @@ impl ControllerFactory for CtcpConfig {
 #[derive(Debug, Clone)]
 struct Train {
     first: Instant,
+    /// When the packet of the first ACK was sent: a lost packet sent after
+    /// it had its slot inside the train.
+    first_sent: Instant,
     last: Instant,
     acks: u64,
     /// ACKs and losses: the packets whose slots the train spans.
@@ -355,6 +358,7 @@ impl Controller for Ctcp {
             None => {
                 self.train = Some(Train {
                     first: now,
+                    first_sent: sent,
                     last: now,
                     acks: 1,
                     packets: 1,
@@ -381,16 +385,17 @@ impl Controller for Ctcp {
         above_baseline: bool,
         rtt: &RttEstimator,
     ) {
-        // A loss declared within a train took its slot in it: its bytes count
-        // and the train lasts until it was declared (with ACK-driven loss
-        // detection, the time of a later ACK of the train).
+        // A loss declared within a train (by an ACK of the train, as
+        // packet-threshold detection does) of a packet sent after the
+        // train's first took its slot in it: its bytes count. (The
+        // connection reports losses one packet at a time.)
+        // A loss declared by a time-out, after the train's last ACK, says
+        // nothing of its spacing and must not stretch it.
         if self.in_startup {
-            let max_gap = rtt.min() / 4;
             if let Some(train) = &mut self.train {
-                if now.saturating_duration_since(train.last) <= max_gap {
+                if now <= train.last && largest_sent > train.first_sent {
                     train.bytes_after_first = train.bytes_after_first.saturating_add(lost_bytes);
                     train.packets = train.packets.saturating_add(1);
-                    train.last = train.last.max(now);
                 }
             }
         }

@@ -60,7 +60,11 @@ const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1 + 2;
 /// that cannot carry full packets fails at once.
 const MIN_INITIAL: usize = 1200;
 /// Widest window, in symbols, of a repair sent in answer to feedback.
-const REACTIVE_SPAN: u64 = 1024;
+const REACTIVE_SPAN: u64 = 16_384;
+/// Packets acknowledged one by one at the start of a connection, so that
+/// the sender's start-up sees the bottleneck's spacing in the first flights
+/// (a lone last packet would otherwise wait for the ack delay).
+const QUICK_ACKS: u64 = 128;
 /// Probe time-outs double at most this many times.
 const MAX_PTO_BACKOFF: u32 = 1;
 /// Packets sent at each probe time-out: two, so that one loss does not
@@ -138,8 +142,16 @@ pub struct ConnectionStats {
     pub packets_lost: u64,
     /// Source symbols sent.
     pub source_symbols_sent: u64,
-    /// Repair symbols sent.
+    /// Repair symbols sent, all kinds.
     pub repair_symbols_sent: u64,
+    /// Of those, sent ahead of need from the loss estimate.
+    pub repair_proactive: u64,
+    /// Of those, sent in answer to the peer's reported deficit.
+    pub repair_reactive: u64,
+    /// Of those, sent to protect the tail of a burst of data.
+    pub repair_tail: u64,
+    /// Of those, sent as probes when feedback stopped.
+    pub repair_probe: u64,
     /// Source symbols of the peer decoded from repair symbols (never
     /// received as such).
     pub symbols_repaired: u64,
@@ -644,13 +656,16 @@ impl Connection {
         if probe || self.reactive_owed > 0 {
             if probe {
                 self.probe_owed -= 1;
+                self.stats.repair_probe += 1;
             } else {
                 self.reactive_owed -= 1;
+                self.stats.repair_reactive += 1;
             }
             return self.build_repair(now, None);
         }
         if self.repair_credit >= 1.0 && held > 0 {
             self.repair_credit -= 1.0;
+            self.stats.repair_proactive += 1;
             let span = u64::from(self.config.max_repair_span);
             return self.build_repair(now, Some(span));
         }
@@ -659,6 +674,7 @@ impl Connection {
         }
         if self.tail_owed > 0 {
             self.tail_owed -= 1;
+            self.stats.repair_tail += 1;
             return self.build_repair(now, None);
         }
         None
@@ -880,6 +896,8 @@ impl Connection {
         let estimate = self.loss.estimate();
         let ratio = self.policy.proactive_ratio(&estimate);
         self.repair_credit = (self.repair_credit + ratio).min(ratio.max(1.0) * 4.0);
+        // More data followed: the tail was not the end after all.
+        self.tail_owed = 0;
         self.tail_armed = true;
         if !self.streams.has_pending() {
             self.arm_tail(&estimate);
@@ -906,7 +924,11 @@ impl Connection {
         };
         let reported = self.peer_end.max(self.peer_decoded_through);
         let unconfirmed = encoder.next_id().0.saturating_sub(reported.0);
-        let tail = self.policy.tail_repairs(unconfirmed, estimate);
+        let expected = (self.sent.repairs_in_flight as f64 * (1.0 - estimate.rate)) as u64;
+        let tail = self
+            .policy
+            .tail_repairs(unconfirmed, estimate)
+            .saturating_sub(expected);
         let credit = self.repair_credit.ceil() as u64;
         self.tail_owed = self.tail_owed.max(tail.max(credit));
         self.repair_credit = 0.0;
@@ -1033,6 +1055,7 @@ impl Connection {
             }
             _ => false,
         };
+        let previous_largest = self.received.largest();
         if !accepted || !self.received.insert(header.number.0) {
             self.stats.packets_dropped += 1;
             return;
@@ -1086,9 +1109,14 @@ impl Connection {
                 return;
             }
         }
+        // A gap (or a late packet) is news: acknowledge at once, so that the
+        // sender's loss estimate, repair and rate measurement are not held
+        // up by the acknowledgement delay.
+        let in_order = previous_largest.is_none_or(|l| l.checked_add(1) == Some(header.number.0));
         if ack_eliciting {
             self.ack_eliciting_unacked += 1;
-            if self.ack_eliciting_unacked >= self.config.ack_frequency {
+            let quick = self.stats.packets_received <= QUICK_ACKS;
+            if self.ack_eliciting_unacked >= self.config.ack_frequency || !in_order || quick {
                 self.ack_needed = true;
             } else if self.timers[Timer::Ack as usize].is_none() {
                 let delay = self.config.max_ack_delay.min(self.rtt.smoothed() / 4);
@@ -1390,9 +1418,12 @@ impl Connection {
             self.peer_end = state.end;
             self.peer_missing = state.missing;
             let estimate = self.loss.estimate();
+            // The decoder lacks `missing − rank` equations: repairs it holds
+            // but could not yet solve with count already.
+            let deficit = state.missing.saturating_sub(state.rank);
             self.reactive_owed =
                 self.policy
-                    .reactive_repairs(state.missing, self.sent.repairs_in_flight, &estimate);
+                    .reactive_repairs(deficit, self.sent.repairs_in_flight, &estimate);
         }
         if self.config.trace {
             let estimate = self.loss.estimate();
@@ -1429,12 +1460,8 @@ impl Connection {
         if lost.is_empty() {
             return;
         }
-        let mut bytes = 0;
-        let mut newest_sent = None;
-        for &(number, packet) in &lost {
+        for &(number, _) in &lost {
             self.loss.on_lost(number);
-            bytes += packet.size;
-            newest_sent = Some(packet.time);
             if self.config.trace {
                 self.events.push_back(Event::Trace(TraceEvent::PacketLost {
                     number: PacketNumber(number),
@@ -1443,8 +1470,11 @@ impl Connection {
         }
         self.stats.packets_lost += lost.len() as u64;
         let above = self.loss_above_baseline(now, lost.len() as u64);
-        if let Some(sent) = newest_sent {
-            self.controller.on_loss(now, sent, bytes, above, &self.rtt);
+        // One call per packet, with its own send time: controllers that
+        // measure the bottleneck need to know where each loss fell.
+        for &(_, packet) in &lost {
+            self.controller
+                .on_loss(now, packet.time, packet.size, above, &self.rtt);
         }
     }
 
