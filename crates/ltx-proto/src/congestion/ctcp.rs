@@ -158,6 +158,80 @@ struct Train {
     bytes_after_first: u64,
 }
 
+/// ACKs that arrive at one instant, for packet-pair dispersion.
+#[derive(Debug, Clone, Copy)]
+struct AckGroup {
+    at: Instant,
+    bytes: u64,
+    first_sent: Instant,
+    last_sent: Instant,
+}
+
+/// Bottleneck rate from the spacing of ACKs of packets sent back to back:
+/// two packets that left together arrive as far apart as the bottleneck
+/// takes to send the second. Each pair of consecutive ACK groups whose
+/// packets left much closer together than the ACKs came back is one
+/// sample; a round's median is robust to losses (a gap looks slow) and to
+/// ACK compression (a burst looks fast).
+#[derive(Debug, Clone, Default)]
+struct PairDispersion {
+    previous: Option<AckGroup>,
+    current: Option<AckGroup>,
+    samples: Vec<u64>,
+}
+
+/// Samples a round needs before its median is trusted.
+const MIN_PAIR_SAMPLES: usize = 4;
+
+impl PairDispersion {
+    fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64) {
+        match &mut self.current {
+            Some(group) if group.at == now => {
+                group.bytes = group.bytes.saturating_add(bytes);
+                group.first_sent = group.first_sent.min(sent);
+                group.last_sent = group.last_sent.max(sent);
+                return;
+            }
+            _ => {}
+        }
+        self.close_group();
+        self.current = Some(AckGroup {
+            at: now,
+            bytes,
+            first_sent: sent,
+            last_sent: sent,
+        });
+    }
+
+    fn close_group(&mut self) {
+        let Some(group) = self.current.take() else {
+            return;
+        };
+        if let Some(previous) = self.previous {
+            let ack_gap = group.at.saturating_duration_since(previous.at);
+            let send_gap = group
+                .last_sent
+                .saturating_duration_since(previous.last_sent);
+            if !ack_gap.is_zero() && send_gap < ack_gap / 4 {
+                let rate = u128::from(group.bytes) * 1_000_000_000 / ack_gap.as_nanos();
+                self.samples.push(u64::try_from(rate).unwrap_or(u64::MAX));
+            }
+        }
+        self.previous = Some(group);
+    }
+
+    /// The median sample of the round, and a new round.
+    fn take_median(&mut self) -> Option<u64> {
+        self.close_group();
+        let mut samples = std::mem::take(&mut self.samples);
+        if samples.len() < MIN_PAIR_SAMPLES {
+            return None;
+        }
+        samples.sort_unstable();
+        Some(samples[samples.len() / 2])
+    }
+}
+
 /// How many consecutive RTT samples must show a queue to end start-up.
 const QUEUE_SAMPLES: usize = 8;
 
@@ -178,6 +252,9 @@ pub struct Ctcp {
     rtt_samples: u64,
     /// The largest delivery rate measured in start-up, bytes per second.
     max_rate: Option<u64>,
+    /// Packet-pair dispersion: the ACK group being gathered (all ACKs at one
+    /// instant) and the one before it.
+    pairs: PairDispersion,
     /// Bytes acknowledged towards the next additive increase.
     acked_towards_increase: u64,
     /// Losses of packets sent at or before this are not answered.
@@ -205,6 +282,7 @@ impl Ctcp {
             recent_rtts: [Duration::ZERO; QUEUE_SAMPLES],
             rtt_samples: 0,
             max_rate: None,
+            pairs: PairDispersion::default(),
             acked_towards_increase: 0,
             loss_epoch: None,
             rtt_since_epoch: None,
@@ -282,6 +360,9 @@ impl Ctcp {
     /// Ends a start-up round: the window is at least the measured BDP.
     fn end_round(&mut self, rtt: &RttEstimator) {
         self.close_train();
+        if let Some(rate) = self.pairs.take_median() {
+            self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+        }
         if let Some(bdp) = self.bdp(rtt) {
             self.window = self.window.max(bdp);
         }
@@ -340,6 +421,7 @@ impl Controller for Ctcp {
             Some(_) => {}
             None => self.round_start = Some(now),
         }
+        self.pairs.on_ack(now, sent, bytes);
         let max_gap = rtt.min() / 4;
         if self
             .train
@@ -457,14 +539,24 @@ impl Controller for Ctcp {
     }
 
     fn pacing_rate(&self, rtt: &RttEstimator) -> Option<u64> {
-        let gain = if self.in_startup {
-            self.config.startup_pacing_gain
-        } else {
-            self.config.pacing_gain
-        };
         let srtt = rtt.smoothed().as_secs_f64().max(1e-6);
+        let by_window = self.window as f64 / srtt;
+        if self.in_startup {
+            // Start-up measures the bottleneck from the spacing of ACKs,
+            // which shows it only while packets leave faster than it
+            // drains: pace at the gain over the fastest rate measured, and
+            // not at all before there is one.
+            return match self.max_rate {
+                Some(max) => {
+                    let rate = self.config.startup_pacing_gain * by_window.max(max as f64);
+                    Some((rate as u64).max(1))
+                }
+                None => Some(u64::MAX),
+            };
+        }
+        let rate = self.config.pacing_gain * by_window;
         // `as` saturates; the floor keeps a zero rate from stalling the pacer.
-        Some(((gain * self.window as f64 / srtt) as u64).max(1))
+        Some((rate as u64).max(1))
     }
 
     fn initial_window(&self) -> u64 {

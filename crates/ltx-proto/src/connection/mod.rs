@@ -65,6 +65,8 @@ const REACTIVE_SPAN: u64 = 16_384;
 /// the sender's start-up sees the bottleneck's spacing in the first flights
 /// (a lone last packet would otherwise wait for the ack delay).
 const QUICK_ACKS: u64 = 128;
+/// Copies of each client Initial flight.
+const INITIAL_COPIES: u8 = 2;
 /// Probe time-outs double at most this many times.
 const MAX_PTO_BACKOFF: u32 = 1;
 /// Packets sent at each probe time-out: two, so that one loss does not
@@ -223,7 +225,9 @@ pub struct Connection {
     ack_needed: bool,
     ecn_received: EcnCounts,
     peer_ce: u64,
-    handshake_to_send: bool,
+    /// Handshake packets to send now (the client sends its first flight
+    /// twice: on a lossy path one lost Initial would cost a time-out).
+    handshake_to_send: u8,
     handshake_attempts: u32,
     /// When the client's first Initial left, for the first RTT sample.
     handshake_sent: Option<Instant>,
@@ -283,7 +287,7 @@ impl Connection {
     ) -> Result<Connection, crate::ConfigError> {
         let mut connection = Connection::new(Side::Client, config, now, seed)?;
         connection.remote_cid = ConnectionId(connection_rng(seed).random());
-        connection.handshake_to_send = true;
+        connection.handshake_to_send = INITIAL_COPIES;
         Ok(connection)
     }
 
@@ -326,7 +330,7 @@ impl Connection {
             ack_needed: false,
             ecn_received: EcnCounts::default(),
             peer_ce: 0,
-            handshake_to_send: false,
+            handshake_to_send: 0,
             handshake_attempts: 0,
             handshake_sent: None,
             close_to_send: None,
@@ -544,7 +548,9 @@ impl Connection {
     fn on_probe_timeout(&mut self, now: Instant) {
         self.pto_count = self.pto_count.saturating_add(1);
         match self.state {
-            State::Handshaking if self.side == Side::Client => self.handshake_to_send = true,
+            State::Handshaking if self.side == Side::Client => {
+                self.handshake_to_send = INITIAL_COPIES;
+            }
             State::Established => {
                 // No feedback for a while: send a repair over everything the
                 // peer may lack (it stands in for any lost symbol), or a
@@ -609,8 +615,8 @@ impl Connection {
             }
             _ => {}
         }
-        if self.handshake_to_send {
-            self.handshake_to_send = false;
+        if self.handshake_to_send > 0 {
+            self.handshake_to_send -= 1;
             return Some(self.build_handshake(now));
         }
         if self.state != State::Established {
@@ -777,7 +783,13 @@ impl Connection {
             let target = MIN_INITIAL.saturating_sub(self.protection.tag_len());
             buf.resize(buf.len().max(target), 0);
             self.handshake_attempts += 1;
-            self.handshake_sent = (self.handshake_attempts == 1).then_some(now);
+            // The copies of the first flight leave together: an answer to
+            // either is an RTT sample. After a retransmission it is ambiguous.
+            if self.handshake_attempts == 1 {
+                self.handshake_sent = Some(now);
+            } else if self.handshake_attempts > u32::from(INITIAL_COPIES) {
+                self.handshake_sent = None;
+            }
             self.set_timer(Timer::Probe, now + self.pto());
         }
         self.finish_packet(now, buf, number, header_len, PacketKind::Handshake, None)
@@ -1181,7 +1193,7 @@ impl Connection {
         if self.state == State::Established {
             // A repeated client Initial: our answer was lost; send it again.
             if self.side == Side::Server && handshake.source_cid == self.remote_cid {
-                self.handshake_to_send = true;
+                self.handshake_to_send = 1;
             }
             return Ok(());
         }
@@ -1215,7 +1227,7 @@ impl Connection {
         self.pto_count = 0;
         self.timers[Timer::Probe as usize] = None;
         if self.side == Side::Server {
-            self.handshake_to_send = true;
+            self.handshake_to_send = 1;
         }
         if let Some(sent) = self.handshake_sent.take() {
             // Unambiguous only if the Initial went once.
