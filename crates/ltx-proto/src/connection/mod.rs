@@ -66,7 +66,7 @@ const REACTIVE_SPAN: u64 = 16_384;
 /// (a lone last packet would otherwise wait for the ack delay).
 const QUICK_ACKS: u64 = 128;
 /// Copies of each client Initial flight.
-const INITIAL_COPIES: u8 = 2;
+const INITIAL_COPIES: u8 = 3;
 /// Probe time-outs double at most this many times.
 const MAX_PTO_BACKOFF: u32 = 1;
 /// Packets sent at each probe time-out: two, so that one loss does not
@@ -225,8 +225,9 @@ pub struct Connection {
     ack_needed: bool,
     ecn_received: EcnCounts,
     peer_ce: u64,
-    /// Handshake packets to send now (the client sends its first flight
-    /// twice: on a lossy path one lost Initial would cost a time-out).
+    /// Handshake packets to send now (the client sends each Initial flight
+    /// in several copies: on a lossy path one lost Initial would cost a
+    /// time-out).
     handshake_to_send: u8,
     handshake_attempts: u32,
     /// When the client's first Initial left, for the first RTT sample.
@@ -357,7 +358,7 @@ impl Connection {
             streams: Streams::new(side, limits),
             rtt: RttEstimator::new(config.initial_rtt),
             loss: LossEstimator::new(),
-            policy: RedundancyPolicy::new(config.redundancy.clone()),
+            policy: RedundancyPolicy::new(config.redundancy),
             controller,
             pacer: Pacer::new(config.max_datagram),
             last_sent: now,
@@ -520,7 +521,7 @@ impl Connection {
             return;
         }
         for timer in ALL_TIMERS {
-            if !self.timers[timer as usize].is_some_and(|t| t <= now) {
+            if self.timers[timer as usize].is_none_or(|t| t > now) {
                 continue;
             }
             self.timers[timer as usize] = None;
