@@ -149,4 +149,12 @@ pub struct Metrics {
     pub burst: f64,
     /// Proactive repair symbols per source symbol.
     pub redundancy: f64,
+    /// The peer's first undecoded symbol, as last reported.
+    pub peer_decoded_through: u64,
+    /// Symbols the peer lacks, as last reported.
+    pub peer_missing: u64,
+    /// Equations the peer holds over them.
+    pub peer_rank: u64,
+    /// Source symbols sent so far.
+    pub next_symbol: u64,
 }

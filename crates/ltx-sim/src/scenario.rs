@@ -42,6 +42,9 @@ pub struct Scenario {
     pub transport: TransportConfig,
     /// Faults beyond loss, on both directions.
     pub faults: Faults,
+    /// Simulated time after which an unfinished transfer counts as "did
+    /// not complete"; `None`: 20 × T* + 60 s, as the seed's tables use.
+    pub deadline: Option<Duration>,
 }
 
 /// Impairments beyond random loss, for robustness scenarios.
@@ -74,6 +77,7 @@ impl Default for Scenario {
             trace: false,
             transport: TransportConfig::default(),
             faults: Faults::default(),
+            deadline: None,
         }
     }
 }
@@ -233,7 +237,10 @@ impl Scenario {
             Network::dumbbell(epoch, self.seed, forward, reverse, pairs)?
         };
         let ideal = self.ideal();
-        let deadline = epoch + ideal * 20 + Duration::from_secs(60);
+        let deadline = epoch
+            + self
+                .deadline
+                .unwrap_or_else(|| ideal.saturating_mul(20) + Duration::from_secs(60));
         let receivers: Vec<NodeId> = ids.iter().map(|&(_, r)| r).collect();
         let outcome = network.run(deadline, |net| {
             receivers.iter().all(|&r| net.node(r).is_done())

@@ -71,6 +71,8 @@ fn random_scenario(seed: u64) -> Scenario {
             QueueSpec::Unlimited
         },
         faults,
+        // Correctness, not speed: a slow transfer must still finish intact.
+        deadline: Some(Duration::from_secs(3600)),
         ..Scenario::default()
     }
 }

@@ -244,6 +244,7 @@ pub struct Connection {
     peer_decoded_through: SymbolId,
     peer_end: SymbolId,
     peer_missing: u64,
+    peer_rank: u64,
     next_repair_key: u16,
     repair_credit: f64,
     reactive_owed: u64,
@@ -345,6 +346,7 @@ impl Connection {
             peer_decoded_through: SymbolId(0),
             peer_end: SymbolId(0),
             peer_missing: 0,
+            peer_rank: 0,
             next_repair_key: 0,
             repair_credit: 0.0,
             reactive_owed: 0,
@@ -1430,6 +1432,7 @@ impl Connection {
             }
             self.peer_end = state.end;
             self.peer_missing = state.missing;
+            self.peer_rank = state.rank;
             let estimate = self.loss.estimate();
             // The decoder lacks `missing − rank` equations: repairs it holds
             // but could not yet solve with count already.
@@ -1449,6 +1452,10 @@ impl Connection {
                     loss_rate: estimate.rate,
                     burst: estimate.burst,
                     redundancy: self.policy.proactive_ratio(&estimate),
+                    peer_decoded_through: self.peer_decoded_through.0,
+                    peer_missing: self.peer_missing,
+                    peer_rank: self.peer_rank,
+                    next_symbol: self.encoder.as_ref().map_or(0, |e| e.next_id().0),
                 })));
         }
         if self.unconfirmed_symbols() == 0 {

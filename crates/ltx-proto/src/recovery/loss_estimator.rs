@@ -37,7 +37,7 @@ use std::collections::VecDeque;
 
 /// How many packet numbers past a fate must be reported before it is
 /// committed.
-pub const COMMIT_LAG: u64 = 128;
+pub const COMMIT_LAG: u64 = 32;
 
 /// How many committed fates are remembered to apply late corrections.
 pub const HISTORY: usize = 4096;
