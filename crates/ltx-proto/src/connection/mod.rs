@@ -928,7 +928,9 @@ impl Connection {
     }
 
     /// The sender ran out of new data: protect the symbols whose fate is
-    /// not known yet, so the tail does not wait for a time-out.
+    /// not known yet, so the tail does not wait for a time-out. Proactive
+    /// repairs already cover them at the mean loss; the tail adds the margin
+    /// that, mid-stream, the next symbols' repairs and feedback would give.
     fn arm_tail(&mut self, estimate: &LossEstimate) {
         if !self.tail_armed {
             return;
@@ -938,12 +940,17 @@ impl Connection {
             return;
         };
         let reported = self.peer_end.max(self.peer_decoded_through);
-        let unconfirmed = encoder.next_id().0.saturating_sub(reported.0);
-        let expected = (self.sent.repairs_in_flight as f64 * (1.0 - estimate.rate)) as u64;
+        let unconfirmed = encoder
+            .next_id()
+            .0
+            .saturating_sub(reported.0)
+            .min(u64::from(self.config.max_repair_span));
+        let ratio = self.policy.proactive_ratio(estimate);
+        let already = (ratio * unconfirmed as f64) as u64;
         let tail = self
             .policy
             .tail_repairs(unconfirmed, estimate)
-            .saturating_sub(expected);
+            .saturating_sub(already);
         let credit = self.repair_credit.ceil() as u64;
         self.tail_owed = self.tail_owed.max(tail.max(credit));
         self.repair_credit = 0.0;
@@ -996,7 +1003,11 @@ impl Connection {
             number,
             header_len,
             PacketKind::Repair,
-            Some(Carried::Repair),
+            Some(if span.is_some() {
+                Carried::Repair
+            } else {
+                Carried::WideRepair
+            }),
         ))
     }
 

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Carried {
     Source,
+    /// A repair over the most recent symbols, sent ahead of need.
     Repair,
+    /// A repair over everything the peer may lack (reactive, tail, probe).
+    WideRepair,
     Other,
 }
 
@@ -35,6 +38,8 @@ pub(crate) struct SentPackets {
     packets: BTreeMap<u64, SentPacket>,
     recently_lost: VecDeque<u64>,
     pub(crate) bytes_in_flight: u64,
+    /// Repairs in flight that cover the peer's oldest gaps: proactive ones
+    /// over recent symbols do not count, they answer recent losses.
     pub(crate) repairs_in_flight: u64,
     pub(crate) ack_eliciting_in_flight: u64,
 }
@@ -53,7 +58,7 @@ impl SentPackets {
         if packet.in_flight {
             self.bytes_in_flight += packet.size;
             self.ack_eliciting_in_flight += 1;
-            if packet.carried == Carried::Repair {
+            if packet.carried == Carried::WideRepair {
                 self.repairs_in_flight += 1;
             }
         }
@@ -64,7 +69,7 @@ impl SentPackets {
         if packet.in_flight {
             self.bytes_in_flight -= packet.size;
             self.ack_eliciting_in_flight -= 1;
-            if packet.carried == Carried::Repair {
+            if packet.carried == Carried::WideRepair {
                 self.repairs_in_flight -= 1;
             }
         }

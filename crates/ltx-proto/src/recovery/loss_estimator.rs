@@ -39,6 +39,9 @@ use std::collections::VecDeque;
 /// committed.
 pub const COMMIT_LAG: u64 = 32;
 
+/// Delivered packets the estimate assumes before any are seen.
+pub const CLEAN_PRIOR: f64 = 8.0;
+
 /// How many committed fates are remembered to apply late corrections.
 pub const HISTORY: usize = 4096;
 
@@ -198,16 +201,33 @@ impl LossEstimator {
     /// The current estimate.
     pub fn estimate(&self) -> LossEstimate {
         let Counters {
-            lost, delivered, ..
+            mut lost,
+            mut delivered,
+            ..
         } = self.short;
+        // Fates reported but not yet committed count too: early in a
+        // connection they are all there is, and the first full flight must
+        // not leave unprotected because fewer than COMMIT_LAG packets were
+        // sent before it.
+        for fate in &self.pending {
+            match fate {
+                Fate::Lost => lost += 1.0,
+                Fate::Delivered => delivered += 1.0,
+                Fate::Unknown => {}
+            }
+        }
         let total = lost + delivered;
-        if self.samples == 0 || total <= 0.0 || lost <= 0.0 {
+        if total <= 0.0 || lost <= 0.0 {
             return LossEstimate {
                 samples: self.samples,
                 ..LossEstimate::CLEAN
             };
         }
-        let rate = (lost / total).clamp(0.0, 1.0);
+        // A prior of CLEAN_PRIOR delivered packets: a burst in the first
+        // dozen packets must not read as a path that loses half of them
+        // (and buy a flight's worth of needless repair); it fades once the
+        // window fills.
+        let rate = (lost / (total + CLEAN_PRIOR)).clamp(0.0, 1.0);
         let burst = if self.long.runs > 0.0 {
             (self.long.lost / self.long.runs).max(1.0)
         } else {
@@ -342,7 +362,24 @@ mod tests {
         assert_eq!(est.estimate().samples, 0);
         est.on_delivered(COMMIT_LAG);
         assert_eq!(est.estimate().samples, 1);
-        assert_eq!(est.estimate().rate, 1.0);
+    }
+
+    #[test]
+    fn uncommitted_reports_count_early_on() {
+        // One loss among the first ten packets, none committed yet: the
+        // estimate already sees it, damped by the clean prior.
+        let mut est = LossEstimator::new();
+        est.on_lost(0);
+        for pn in 1..10 {
+            est.on_delivered(pn);
+        }
+        let e = est.estimate();
+        assert_eq!(e.samples, 0);
+        assert!(
+            (e.rate - 1.0 / (10.0 + CLEAN_PRIOR)).abs() < 1e-12,
+            "{}",
+            e.rate
+        );
     }
 
     #[test]

@@ -31,8 +31,9 @@
 //! feedback can ask for more; by default [`RedundancyConfig::window`] (1024
 //! symbols, about one RTT of a 20 Mbit/s, 600 ms path), or the caller's own
 //! figure through [`RedundancyPolicy::proactive_ratio_over`]. A small window
-//! needs a large margin: at `p = 0.2`, `target_residual = 0.02`, `n = 64`
-//! asks for a ratio of 0.40, `n = 1024` for 0.286.
+//! needs a large margin: at `p = 0.2`, `target_residual = 0.1` (the
+//! default: reactive repair answers the rest within a round trip), `n = 64`
+//! asks for a ratio of 0.343, `n = 1024` for 0.273.
 
 use super::LossEstimate;
 
@@ -43,7 +44,8 @@ const MAX_RATE: f64 = 0.95;
 /// The configuration of a [`RedundancyPolicy`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RedundancyConfig {
-    /// The fraction of windows allowed to need reactive repair (e.g. 0.02).
+    /// The fraction of windows allowed to need reactive repair (default
+    /// 0.1).
     pub target_residual: f64,
     /// The cap on proactive repair symbols per source symbol.
     pub max_ratio: f64,
@@ -59,7 +61,7 @@ pub struct RedundancyConfig {
 impl Default for RedundancyConfig {
     fn default() -> Self {
         Self {
-            target_residual: 0.02,
+            target_residual: 0.1,
             max_ratio: 1.5,
             reactive_margin: 0.1,
             reactive_extra: 1,
@@ -273,7 +275,7 @@ mod tests {
         };
         let r64 = policy.proactive_ratio_over(&est, 64);
         let r1024 = policy.proactive_ratio(&est);
-        assert!((r64 - 0.40).abs() < 0.01, "{r64}");
-        assert!((r1024 - 0.286).abs() < 0.002, "{r1024}");
+        assert!((r64 - 0.343).abs() < 0.002, "{r64}");
+        assert!((r1024 - 0.273).abs() < 0.002, "{r1024}");
     }
 }
