@@ -2,12 +2,13 @@
 //! ltx simulator (virtual time) and emulator (real time), so that simulated
 //! and emulated results mean the same thing.
 //!
-//! A [`Link`] applies, in order: outages, random loss ([`LossModel`]:
-//! Bernoulli, Gilbert–Elliott, the netem four-state chain), a drop-tail FIFO
-//! bottleneck with a rate and an optional AQM ([`Aqm`]: CoDel or RED on
-//! queueing delay, marking ECN-capable packets CE and dropping the rest),
-//! corruption, propagation delay with optional jitter and reordering, and
-//! duplication. It is pure: time comes in as `now`, randomness from a seed.
+//! A [`Link`] applies, in order: outages, a drop-tail FIFO bottleneck with a
+//! rate and an optional AQM ([`Aqm`]: CoDel or RED on queueing delay,
+//! marking ECN-capable packets CE and dropping the rest), random loss on the
+//! medium ([`LossModel`]: Bernoulli, Gilbert–Elliott, the netem four-state
+//! chain; a lost packet has used its transmission time, as on a radio or
+//! satellite link), corruption, propagation delay with optional jitter and
+//! reordering, and duplication. It is pure: time comes in as `now`, randomness from a seed.
 //!
 //! ```
 //! use std::time::{Duration, Instant};

@@ -331,9 +331,6 @@ impl<P: LinkPacket> Link<P> {
         if down {
             return self.drop(DropCause::Outage);
         }
-        if self.loss.next_lost(&self.config.loss, &mut self.rng) {
-            return self.drop(DropCause::Random);
-        }
 
         // The bottleneck: a FIFO sending at `rate`.
         while self.queued.front().is_some_and(|&(end, _)| end <= now) {
@@ -375,6 +372,14 @@ impl<P: LinkPacket> Link<P> {
             self.queued_bytes += size;
         }
         self.stats.queue_delay.record(sojourn);
+
+        // The medium erases packets as they cross it, after the bottleneck
+        // has spent their transmission time: a lost packet used its slot, as
+        // on a radio or satellite link, so the path carries at most
+        // rate · (1 − loss) of useful packets.
+        if self.loss.next_lost(&self.config.loss, &mut self.rng) {
+            return self.drop(DropCause::Random);
+        }
 
         if self.config.corrupt > 0.0 && self.rng.random_bool(self.config.corrupt) {
             let bits = packet.corruptible_bits();
