@@ -232,6 +232,14 @@ impl PairDispersion {
     }
 }
 
+/// RTT samples since the last reduction needed before their minimum is
+/// taken as the standing queue.
+const MIN_QUEUE_SAMPLES: u32 = 8;
+
+/// A ratio `RTTmin / RTT` above this is no standing queue: random loss then
+/// leaves the window alone.
+const STANDING_QUEUE: f64 = 0.9;
+
 /// How many consecutive RTT samples must show a queue to end start-up.
 const QUEUE_SAMPLES: usize = 8;
 
@@ -259,9 +267,12 @@ pub struct Ctcp {
     acked_towards_increase: u64,
     /// Losses of packets sent at or before this are not answered.
     loss_epoch: Option<Instant>,
-    /// The latest RTT sample of a packet sent after `loss_epoch`: the queue
-    /// as it is since the last reduction.
+    /// The smallest RTT sample of packets sent after `loss_epoch`: the
+    /// queue that has stood since the last reduction. The minimum, not the
+    /// latest, so that jitter does not pass for a queue.
     rtt_since_epoch: Option<Duration>,
+    /// How many samples `rtt_since_epoch` has taken.
+    samples_since_epoch: u32,
     /// ECN marks on packets sent at or before this are not answered.
     ecn_epoch: Option<Instant>,
 }
@@ -286,6 +297,7 @@ impl Ctcp {
             acked_towards_increase: 0,
             loss_epoch: None,
             rtt_since_epoch: None,
+            samples_since_epoch: 0,
             ecn_epoch: None,
         }
     }
@@ -304,13 +316,16 @@ impl Ctcp {
         min_window(self.max_datagram)
     }
 
-    /// `RTTmin / min(latest, smoothed)`, in `[0, 1]`, where `latest` is the
-    /// latest sample of a packet sent since the last reduction; 1 without one.
+    /// `RTTmin / RTT`, in `[0, 1]`, where `RTT` is the smallest sample of a
+    /// packet sent since the last reduction (the standing queue); 1 without
+    /// enough of them.
     fn rtt_ratio(&self, rtt: &RttEstimator) -> f64 {
-        let Some(latest) = self.rtt_since_epoch else {
+        let Some(current) = self.rtt_since_epoch else {
             return 1.0;
         };
-        let current = latest.min(rtt.smoothed());
+        if self.samples_since_epoch < MIN_QUEUE_SAMPLES {
+            return 1.0;
+        }
         if current.is_zero() {
             return 1.0;
         }
@@ -386,6 +401,7 @@ impl Ctcp {
     fn set_loss_epoch(&mut self, now: Instant) {
         self.loss_epoch = Some(now);
         self.rtt_since_epoch = None;
+        self.samples_since_epoch = 0;
     }
 }
 
@@ -399,7 +415,9 @@ impl Controller for Ctcp {
         rtt: &RttEstimator,
     ) {
         if self.loss_epoch.is_none_or(|epoch| sent > epoch) {
-            self.rtt_since_epoch = Some(rtt.latest());
+            let latest = rtt.latest();
+            self.rtt_since_epoch = Some(self.rtt_since_epoch.map_or(latest, |m| m.min(latest)));
+            self.samples_since_epoch = self.samples_since_epoch.saturating_add(1);
         }
         if !self.in_startup {
             if app_limited {
@@ -491,15 +509,17 @@ impl Controller for Ctcp {
             }
             return;
         }
-        // A congestion event is loss above the random baseline (the
-        // connection judges it from its loss estimate and the queueing
-        // delay). Random loss alone never reduces the window: with jitter,
-        // RTTmin/RTT falls below 1 on an empty queue and the Coded TCP rule
-        // would shrink the window at every loss.
-        if !above_baseline {
+        // The Coded TCP rule: a loss scales the window by RTTmin / RTT, with
+        // RTT the queue that stood since the last reduction, so random loss
+        // on an empty queue costs nothing and a standing queue drains. Loss
+        // above the random baseline (the connection's judgement) cuts at
+        // least by `congestion_beta`.
+        let mut factor = self.rtt_ratio(rtt);
+        if above_baseline {
+            factor = factor.min(self.config.congestion_beta);
+        } else if factor > STANDING_QUEUE {
             return;
         }
-        let factor = self.rtt_ratio(rtt).min(self.config.congestion_beta);
         if self.rtt_since_epoch.is_none() && factor >= 1.0 {
             // Nothing is known yet of the queue since the last reduction:
             // keep the round open for a loss that can tell.
