@@ -28,12 +28,14 @@
 //! capped at `max_ratio`.
 //!
 //! The window `n` is the span over which a deficit must be made up before
-//! feedback can ask for more; by default [`RedundancyConfig::window`] (1024
-//! symbols, about one RTT of a 20 Mbit/s, 600 ms path), or the caller's own
+//! feedback can ask for more; by default [`RedundancyConfig::window`] (4096
+//! symbols, about one RTT and a half of a 50 Mbit/s, 600 ms path: a deficit
+//! is made up by the next repairs or by reactive repair, so the margin need
+//! not cover a short window), or the caller's own
 //! figure through [`RedundancyPolicy::proactive_ratio_over`]. A small window
 //! needs a large margin: at `p = 0.2`, `target_residual = 0.1` (the
 //! default: reactive repair answers the rest within a round trip), `n = 64`
-//! asks for a ratio of 0.343, `n = 1024` for 0.273.
+//! asks for a ratio of 0.343, `n = 4096` for 0.261.
 
 use super::LossEstimate;
 
@@ -65,7 +67,7 @@ impl Default for RedundancyConfig {
             max_ratio: 1.5,
             reactive_margin: 0.1,
             reactive_extra: 1,
-            window: 1024,
+            window: 4096,
         }
     }
 }
@@ -274,8 +276,8 @@ mod tests {
             samples: 10_000,
         };
         let r64 = policy.proactive_ratio_over(&est, 64);
-        let r1024 = policy.proactive_ratio(&est);
+        let r4096 = policy.proactive_ratio(&est);
         assert!((r64 - 0.343).abs() < 0.002, "{r64}");
-        assert!((r1024 - 0.273).abs() < 0.002, "{r1024}");
+        assert!((r4096 - 0.261).abs() < 0.002, "{r4096}");
     }
 }
