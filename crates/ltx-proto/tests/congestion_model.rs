@@ -89,7 +89,7 @@ proptest! {
         let factory: Box<dyn ControllerFactory> = Box::new(CtcpConfig::default());
         let mut cc = factory.build(now, max_datagram);
         let mtu = u64::from(max_datagram);
-        prop_assert_eq!(cc.initial_window(), 10 * mtu);
+        prop_assert_eq!(cc.initial_window(), 32 * mtu);
         prop_assert_eq!(cc.window(), cc.initial_window());
         prop_assert_eq!(cc.name(), "ctcp");
         let mut rtt = RttEstimator::new(Duration::from_millis(333));

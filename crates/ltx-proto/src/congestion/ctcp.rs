@@ -5,45 +5,48 @@
 //!
 //! The window grows by the bytes acknowledged (at least doubling per round
 //! trip), and start-up also measures the bottleneck's rate from the spacing
-//! of ACKs: the initial window leaves as one burst, so its ACKs come back
-//! spaced by the bottleneck (packet-pair dispersion). ACKs are grouped into
-//! *trains*, broken by a gap longer than `RTTmin/4` or by the end of a round
-//! (a round begins at an ACK and ends at the first ACK of a packet sent after
-//! it began); a train spanning at least 4 packets (ACKs and losses, at least
-//! 2 ACKs) gives a rate sample, the bytes acknowledged or declared lost after
-//! its first ACK over the time from its first ACK to its last. Lost bytes count because a lost packet took its
-//! slot at the bottleneck (or, lost before it, must be sent all the same);
-//! trains rather than whole rounds, because a packet sent early to replace a
-//! loss comes back a round trip later and would stretch the span. At each
-//! round's end `cwnd ← max(cwnd, max_rate × RTTmin)`: a long path is at full
-//! rate one round after the first ACK instead of after `log2(BDP/IW)`
-//! doublings.
+//! of ACKs. Until a rate is measured start-up is not paced, so packets leave
+//! in bursts (the initial window of 32 datagrams at once, then two per ACK)
+//! and come back spaced by the bottleneck: packet-pair dispersion. After, it
+//! paces at twice the larger of the measured rate and `cwnd / sRTT`, still
+//! faster than the bottleneck drains, so the spacing keeps showing it. Two estimators feed `max_rate`:
+//! - *pairs*: ACKs that arrive at one instant form a group; a group whose
+//!   packets left much closer together than the ACKs came back (send gap
+//!   below a quarter of the ACK gap) gives the sample `bytes / ACK gap`. The
+//!   median of a round's samples is robust to a loss (a gap looks slow) and
+//!   to ACK compression (a burst looks fast); 16 samples are used at once,
+//!   so a long path is at full rate one round trip after the first ACK.
+//! - *trains*: ACKs broken by a gap longer than `RTTmin/4` or by the end of
+//!   a round (a round begins at an ACK and ends at the first ACK of a
+//!   packet sent after it began); a train of at least 4 packets gives the
+//!   bytes acknowledged — or declared lost, by an ACK of the train, after
+//!   being sent within it — over its span.
+//!
+//! At each round's end `cwnd ← max(cwnd, max_rate × RTTmin)` instead of
+//! `log2(BDP/IW)` doublings.
 //!
 //! Start-up ends on queueing delay (the smallest of the last 8 RTT samples is
-//! at least `RTTmin × 1.25 + 2 ms`: a queue, not a jittered sample, checked on
-//! every ACK so that a window that just jumped to the BDP does not double
-//! twice more before its queue is seen), on an ECN CE mark, or on a loss
-//! above the random-loss baseline; never on random loss. On exit `cwnd ← max(min window,
-//! max_rate × RTTmin)`, the bandwidth-delay product, so the overshoot of the
-//! last round is not kept (without a rate sample: `cwnd × RTTmin/RTT`).
+//! at least `RTTmin × 1.25 + 2 ms`: a queue, not a jittered sample), on an
+//! ECN CE mark, or on a loss above the random-loss baseline; never on random
+//! loss. On exit `cwnd ← max(min window, max_rate × RTTmin)`, the
+//! bandwidth-delay product, so the overshoot of the last round is not kept
+//! (without a rate sample: `cwnd × RTTmin/RTT`).
 //!
 //! # Congestion avoidance
 //!
 //! Additive increase, `cwnd += max_datagram × acked / cwnd` (one datagram per
 //! window acknowledged). On loss, at most once per round trip (losses of
 //! packets sent before the last reduction are ignored), the Coded TCP rule
-//! `cwnd ← cwnd × RTTmin / RTT`: random loss on an empty queue (RTT ≈ RTTmin)
-//! barely slows the sender, a standing queue that doubles the RTT halves the
-//! window. The RTT is `min(latest, smoothed)`, `latest` the latest sample of
-//! a packet sent since the last reduction: a standing queue raises both, a
-//! single jittered sample only the first, and samples of packets sent before
-//! the reduction describe a queue that the reduction has since drained (the
-//! loss of the first packet sent after it is reported together with the ACK
-//! of the last packet sent before it). With no such sample yet, a loss does
-//! not cut and leaves the round open. A loss above the baseline cuts at
-//! least to `× 0.85`. An ECN CE mark, at most once per round trip, cuts
-//! `× 0.8`: marks are a deliberate signal, so the response is firmer than
-//! for the RTT rule but gentler than Reno's half, since the AQM marks early.
+//! `cwnd ← cwnd × RTTmin / RTT`, where RTT is the *smallest* sample of the
+//! packets sent since the last reduction (at least 8 of them): the queue that
+//! has stood all along. Random loss on an empty queue costs nothing, jitter
+//! is not mistaken for a queue (the latest sample often would be), and a
+//! standing queue that doubles the RTT halves the window. Random loss with a
+//! ratio above 0.9 (no standing queue) leaves the window alone. A loss above
+//! the random baseline cuts at least to `× 0.85`. An ECN CE mark, at most
+//! once per round trip, cuts `× 0.8`: marks are a deliberate signal, so the
+//! response is firmer than for the RTT rule but gentler than Reno's half,
+//! since the AQM marks early.
 //!
 //! A congestion cut (ECN, or a loss cut to 0.9 or less) also starts a new
 //! round for both signals, so one congestion episode is not answered twice;
@@ -51,8 +54,7 @@
 //!
 //! # Pacing
 //!
-//! `gain × cwnd / smoothed RTT`, gain 2 in start-up (so the window can grow
-//! within the round) and 1.25 after.
+//! In start-up as above; after it, `1.25 × cwnd / smoothed RTT`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -75,7 +77,7 @@ pub struct CtcpConfig {
 impl Default for CtcpConfig {
     fn default() -> Self {
         Self {
-            initial_window_packets: 10,
+            initial_window_packets: 32,
             startup_pacing_gain: 2.0,
             pacing_gain: 1.25,
             ecn_beta: 0.8,
@@ -87,7 +89,9 @@ impl Default for CtcpConfig {
 }
 
 impl CtcpConfig {
-    /// The initial window in datagrams (default 10, at least 2).
+    /// The initial window in datagrams (default 32, at least 2): more than
+    /// TCP's 10, because its ACKs are what start-up measures the path with,
+    /// and on a lossy path ten packets give too few pairs.
     pub fn initial_window_packets(&mut self, value: u64) -> &mut Self {
         self.initial_window_packets = value.max(2);
         self
@@ -179,6 +183,9 @@ struct PairDispersion {
     current: Option<AckGroup>,
     samples: Vec<u64>,
 }
+
+/// Pair samples that give a rate as soon as they are in.
+const EARLY_PAIR_SAMPLES: usize = 16;
 
 /// Samples a round needs before its median is trusted.
 const MIN_PAIR_SAMPLES: usize = 4;
@@ -440,6 +447,16 @@ impl Controller for Ctcp {
             None => self.round_start = Some(now),
         }
         self.pairs.on_ack(now, sent, bytes);
+        // A long first flight gives enough pairs before its round ends: use
+        // them at once rather than a round trip later.
+        if self.pairs.samples.len() >= EARLY_PAIR_SAMPLES {
+            if let Some(rate) = self.pairs.take_median() {
+                self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+                if let Some(bdp) = self.bdp(rtt) {
+                    self.window = self.window.max(bdp);
+                }
+            }
+        }
         let max_gap = rtt.min() / 4;
         if self
             .train

@@ -560,6 +560,16 @@ impl Connection {
                 // ping if there is nothing to repair.
                 self.probe_owed = self.probe_owed.max(PROBES);
                 self.detect_losses(now);
+                // The repairs that answered the peer's last reported deficit
+                // have had their time: take them as lost and answer it
+                // again in full, rather than one probe at a time.
+                let deficit = self.peer_missing.saturating_sub(self.peer_rank);
+                if deficit > 0 {
+                    let estimate = self.loss.estimate();
+                    self.reactive_owed = self
+                        .reactive_owed
+                        .max(self.policy.reactive_repairs(deficit, 0, &estimate));
+                }
             }
             _ => {}
         }
@@ -928,9 +938,7 @@ impl Connection {
     }
 
     /// The sender ran out of new data: protect the symbols whose fate is
-    /// not known yet, so the tail does not wait for a time-out. Proactive
-    /// repairs already cover them at the mean loss; the tail adds the margin
-    /// that, mid-stream, the next symbols' repairs and feedback would give.
+    /// not known yet, so the tail does not wait for a time-out.
     fn arm_tail(&mut self, estimate: &LossEstimate) {
         if !self.tail_armed {
             return;
@@ -945,12 +953,10 @@ impl Connection {
             .0
             .saturating_sub(reported.0)
             .min(u64::from(self.config.max_repair_span));
-        let ratio = self.policy.proactive_ratio(estimate);
-        let already = (ratio * unconfirmed as f64) as u64;
-        let tail = self
-            .policy
-            .tail_repairs(unconfirmed, estimate)
-            .saturating_sub(already);
+        // The link would idle otherwise: protect the last symbols on top of
+        // their proactive repairs, so that the last gap rarely waits for a
+        // round trip of feedback.
+        let tail = self.policy.tail_repairs(unconfirmed, estimate);
         let credit = self.repair_credit.ceil() as u64;
         self.tail_owed = self.tail_owed.max(tail.max(credit));
         self.repair_credit = 0.0;
@@ -1448,9 +1454,15 @@ impl Connection {
             // The decoder lacks `missing − rank` equations: repairs it holds
             // but could not yet solve with count already.
             let deficit = state.missing.saturating_sub(state.rank);
-            self.reactive_owed =
+            let mut owed =
                 self.policy
                     .reactive_repairs(deficit, self.sent.repairs_in_flight, &estimate);
+            if owed > 0 && !self.streams.has_pending() {
+                // Nothing else to send: the link is ours, and another round
+                // trip for the last gap costs more than a few repairs.
+                owed *= 2;
+            }
+            self.reactive_owed = owed;
         }
         if self.config.trace {
             let estimate = self.loss.estimate();
