@@ -72,29 +72,26 @@ fn twenty_percent_iid_loss_costs_little_over_the_channel_minimum() {
 }
 
 #[test]
-fn the_long_delay_table_delivers_every_cell() {
+fn the_long_delay_table_stays_within_twice_the_ideal() {
     // Seed 000's SATCOM table: 50 Mbit/s, 600 ms, 10 MB, loss 0–50 % in
-    // four patterns. Every cell delivers every byte; T/T* is printed (the
-    // README records the table) and held under 3.5, well inside TCP's
-    // "did not complete".
-    let mut worst: f64 = 0.0;
+    // four patterns. A 10 MB transfer is short next to the start-up on such
+    // a path, so the bound is T/T* ≤ 2.0 in every cell.
     for loss in [0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5] {
         for burst in [1.0, 2.0, 5.0, 10.0] {
             if loss == 0.0 && burst > 1.0 {
                 continue;
             }
-            let result = run(&long_delay(loss, burst));
-            println!("loss {loss} burst {burst}: T/T* {:.2}", ratio(&result));
-            worst = worst.max(ratio(&result));
+            let r = ratio(&run(&long_delay(loss, burst)));
+            println!("loss {loss} burst {burst}: T/T* {r:.2}");
+            assert!(r <= 2.0, "loss {loss}, burst {burst}: T/T* {r}");
         }
     }
-    assert!(worst <= 3.5, "worst T/T* {worst}");
 }
 
 #[test]
 fn the_correlated_table_stays_near_the_ideal() {
     // Seed 000's correlated-erasure table: 100 Mbit/s, 20 ms, 10 MB, loss
-    // 0–20 % in four patterns: within 40 % of the ideal time everywhere.
+    // 0–20 % in four patterns: within 30 % of the ideal time everywhere.
     for loss in [0.0, 0.05, 0.1, 0.2] {
         for burst in [1.0, 2.0, 5.0, 10.0] {
             if loss == 0.0 && burst > 1.0 {
@@ -103,7 +100,7 @@ fn the_correlated_table_stays_near_the_ideal() {
             let result = run(&correlated(loss, burst));
             let r = ratio(&result);
             println!("loss {loss} burst {burst}: T/T* {r:.2}");
-            assert!(r <= 1.4, "loss {loss}, burst {burst}: T/T* {r}");
+            assert!(r <= 1.3, "loss {loss}, burst {burst}: T/T* {r}");
         }
     }
 }

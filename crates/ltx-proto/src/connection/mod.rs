@@ -61,6 +61,9 @@ const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1 + 2;
 const MIN_INITIAL: usize = 1200;
 /// Widest window, in symbols, of a repair sent in answer to feedback.
 const REACTIVE_SPAN: u64 = 16_384;
+/// Ranges an ACK carries: enough to cover the packets in flight at any loss
+/// rate that matters, few enough that acknowledgements stay small.
+const ACK_RANGES: usize = 16;
 /// Packets acknowledged one by one at the start of a connection, so that
 /// the sender's start-up sees the bottleneck's spacing in the first flights
 /// (a lone last packet would otherwise wait for the ack delay).
@@ -853,7 +856,7 @@ impl Connection {
     }
 
     fn emit_ack(&mut self, now: Instant, buf: &mut Vec<u8>) {
-        let ranges = self.received.ranges();
+        let ranges = self.received.ranges(ACK_RANGES);
         if ranges.is_empty() {
             return;
         }

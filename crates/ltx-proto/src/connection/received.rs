@@ -58,8 +58,15 @@ impl ReceivedPackets {
         self.ranges.last_key_value().map(|(_, &e)| e)
     }
 
-    /// Ranges, newest first.
-    pub(crate) fn ranges(&self) -> Vec<RangeInclusive<u64>> {
-        self.ranges.iter().rev().map(|(&s, &e)| s..=e).collect()
+    /// The newest `max` ranges, newest first. Older ones are left out: the
+    /// sender has declared those packets lost or delivered long since, and
+    /// coding does not need their fate to be exact.
+    pub(crate) fn ranges(&self, max: usize) -> Vec<RangeInclusive<u64>> {
+        self.ranges
+            .iter()
+            .rev()
+            .take(max)
+            .map(|(&s, &e)| s..=e)
+            .collect()
     }
 }
