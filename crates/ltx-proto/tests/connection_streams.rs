@@ -1,0 +1,416 @@
+//! Connections and streams over a perfect, instantaneous network: the
+//! handshake, data in both directions, flow control, FIN, reset, stop
+//! sending, graceful close, abort and the idle timeout.
+
+use std::time::{Duration, Instant};
+
+use ltx_proto::{
+    CloseReason, Connection, EcnCodepoint, Event, ReadOutcome, StreamError, TransportConfig,
+};
+
+/// Two connections joined by a lossless wire with a fixed one-way delay.
+struct Pair {
+    now: Instant,
+    client: Connection,
+    server: Connection,
+    client_events: Vec<Event>,
+    server_events: Vec<Event>,
+}
+
+impl Pair {
+    fn new(client: TransportConfig, server: TransportConfig) -> Pair {
+        let now = Instant::now();
+        Pair {
+            now,
+            client: Connection::client(client, now, 1).expect("valid config"),
+            server: Connection::server(server, now, 2).expect("valid config"),
+            client_events: Vec::new(),
+            server_events: Vec::new(),
+        }
+    }
+
+    fn default() -> Pair {
+        Pair::new(TransportConfig::default(), TransportConfig::default())
+    }
+
+    /// Exchanges datagrams until both sides are quiet at `now`; whether any
+    /// moved.
+    fn flush(&mut self) -> bool {
+        let mut any = false;
+        for _ in 0..100_000 {
+            let mut moved = false;
+            while let Some(t) = self.client.poll_transmit(self.now) {
+                self.server.handle_datagram(self.now, &t.contents, t.ecn);
+                moved = true;
+            }
+            while let Some(t) = self.server.poll_transmit(self.now) {
+                self.client.handle_datagram(self.now, &t.contents, t.ecn);
+                moved = true;
+            }
+            while let Some(e) = self.client.poll_event() {
+                self.client_events.push(e);
+            }
+            while let Some(e) = self.server.poll_event() {
+                self.server_events.push(e);
+            }
+            if !moved {
+                return any;
+            }
+            any = true;
+        }
+        panic!("the connections never went quiet");
+    }
+
+    /// Sends what application calls made ready, then advances time to the
+    /// next timer of either side and fires it.
+    fn advance(&mut self) {
+        self.flush();
+        let next = [self.client.poll_timeout(), self.server.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min()
+            .expect("a timer is armed");
+        self.now = self.now.max(next);
+        self.client.handle_timeout(self.now);
+        self.server.handle_timeout(self.now);
+        self.flush();
+    }
+
+    /// Runs (flushing, then firing the next timer) until `done` holds, for at
+    /// most `limit` of virtual time.
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&mut Pair) -> bool) {
+        let end = self.now + limit;
+        self.flush();
+        // The application acts (reads) as soon as anything arrives, as a
+        // driver polling events would, before time moves on.
+        while !done(self) {
+            assert!(self.now < end, "not done within {limit:?}");
+            if !self.flush() {
+                self.advance();
+            }
+        }
+    }
+
+    fn connect(&mut self) {
+        self.flush();
+        assert!(self.client.is_established() && self.server.is_established());
+        assert!(self.client_events.contains(&Event::Connected));
+        assert!(self.server_events.contains(&Event::Connected));
+    }
+}
+
+fn read_all(conn: &mut Connection, id: ltx_proto::StreamId) -> (Vec<u8>, bool) {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match conn.read(id, &mut buf).expect("readable stream") {
+            ReadOutcome::Data(n) => out.extend_from_slice(&buf[..n]),
+            ReadOutcome::Blocked => return (out, false),
+            ReadOutcome::Finished => return (out, true),
+        }
+    }
+}
+
+#[test]
+fn handshake_completes_in_one_round_trip() {
+    let mut pair = Pair::default();
+    let initial = pair.client.poll_transmit(pair.now).expect("an Initial");
+    // The first flight is padded so a path that cannot carry full packets
+    // fails at once.
+    assert!(initial.contents.len() >= 1200);
+    pair.server
+        .handle_datagram(pair.now, &initial.contents, EcnCodepoint::Ect0);
+    let answer = pair.server.poll_transmit(pair.now).expect("an answer");
+    pair.client
+        .handle_datagram(pair.now, &answer.contents, EcnCodepoint::Ect0);
+    assert!(pair.client.is_established());
+    assert!(pair.server.is_established());
+}
+
+#[test]
+fn data_flows_both_ways_on_several_streams() {
+    let mut pair = Pair::default();
+    pair.connect();
+    let a = pair.client.open_stream().expect("stream");
+    let b = pair.client.open_stream().expect("stream");
+    let payload_a: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let payload_b = b"second stream".to_vec();
+    assert_eq!(pair.client.write(a, &payload_a), Ok(payload_a.len()));
+    assert_eq!(pair.client.write(b, &payload_b), Ok(payload_b.len()));
+    pair.client.finish(a).unwrap();
+    pair.client.finish(b).unwrap();
+    let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
+    let (mut fin_a, mut fin_b) = (false, false);
+    pair.run_until(Duration::from_secs(10), |pair| {
+        let (data, fin) = read_all(&mut pair.server, a);
+        got_a.extend(data);
+        fin_a |= fin;
+        let (data, fin) = read_all(&mut pair.server, b);
+        got_b.extend(data);
+        fin_b |= fin;
+        fin_a && fin_b
+    });
+    let first = pair.server.accept_stream().expect("first stream");
+    let second = pair.server.accept_stream().expect("second stream");
+    assert_eq!((first, second), (a, b));
+    assert_eq!(got_a, payload_a);
+    assert_eq!(got_b, payload_b);
+
+    // The server answers on the same stream.
+    pair.server.write(a, b"pong").unwrap();
+    pair.server.finish(a).unwrap();
+    let mut pong = Vec::new();
+    pair.run_until(Duration::from_secs(10), |pair| {
+        let (data, fin) = read_all(&mut pair.client, a);
+        pong.extend(data);
+        fin
+    });
+    assert_eq!(pong, b"pong");
+}
+
+#[test]
+fn a_full_send_buffer_takes_part_and_signals_room() {
+    let config = TransportConfig {
+        send_buffer: 10_000,
+        ..TransportConfig::default()
+    };
+    let mut pair = Pair::new(config, TransportConfig::default());
+    pair.connect();
+    let id = pair.client.open_stream().unwrap();
+    assert_eq!(pair.client.write(id, &[7u8; 25_000]), Ok(10_000));
+    assert_eq!(pair.client.write(id, &[7u8; 1]), Ok(0));
+    pair.flush();
+    assert!(pair.client_events.contains(&Event::StreamWritable(id)));
+    assert!(pair.client.write(id, &[7u8; 5_000]).unwrap() > 0);
+}
+
+#[test]
+fn stream_flow_control_holds_the_sender_until_the_reader_reads() {
+    let window = 64 * 1024;
+    let server = TransportConfig {
+        stream_receive_window: window,
+        ..TransportConfig::default()
+    };
+    let mut pair = Pair::new(TransportConfig::default(), server);
+    pair.connect();
+    let id = pair.client.open_stream().unwrap();
+    let payload = vec![3u8; 3 * window as usize];
+    assert_eq!(pair.client.write(id, &payload), Ok(payload.len()));
+    pair.client.finish(id).unwrap();
+    // Nothing is read yet: the peer cannot send beyond the window, however
+    // long it has (two seconds here; the idle timeout is 30).
+    let deadline = pair.now + Duration::from_secs(2);
+    pair.flush();
+    while pair.client.poll_timeout().is_some_and(|t| t < deadline) {
+        pair.advance();
+    }
+    let got = pair.server.accept_stream().unwrap();
+    let (first, finished) = read_all(&mut pair.server, got);
+    assert!(!finished);
+    assert!(
+        first.len() as u64 <= window,
+        "{} bytes past a window of {window}",
+        first.len()
+    );
+    assert!(
+        first.len() as u64 >= window / 2,
+        "only {} bytes arrived",
+        first.len()
+    );
+    // Reading opens the window; the rest follows.
+    let mut total = first.len();
+    pair.run_until(Duration::from_secs(30), |pair| {
+        let (more, finished) = read_all(&mut pair.server, got);
+        total += more.len();
+        finished
+    });
+    assert_eq!(total, payload.len());
+}
+
+#[test]
+fn reset_reaches_the_reader_as_an_error() {
+    let mut pair = Pair::default();
+    pair.connect();
+    let id = pair.client.open_stream().unwrap();
+    pair.client.write(id, b"partial").unwrap();
+    pair.flush();
+    pair.client.reset_stream(id, 42).unwrap();
+    pair.flush();
+    let got = pair.server.accept_stream().unwrap();
+    assert!(pair
+        .server_events
+        .contains(&Event::StreamReset { id: got, code: 42 }));
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        pair.server.read(got, &mut buf),
+        Err(StreamError::Reset { id: got, code: 42 })
+    );
+}
+
+#[test]
+fn stop_sending_stops_the_writer() {
+    let mut pair = Pair::default();
+    pair.connect();
+    let id = pair.client.open_stream().unwrap();
+    pair.client.write(id, b"hello").unwrap();
+    pair.flush();
+    let got = pair.server.accept_stream().unwrap();
+    pair.server.stop_sending(got, 7).unwrap();
+    pair.flush();
+    assert!(pair
+        .client_events
+        .contains(&Event::StopSending { id, code: 7 }));
+    assert_eq!(
+        pair.client.write(id, b"more"),
+        Err(StreamError::Stopped { id, code: 7 })
+    );
+}
+
+#[test]
+fn writing_after_finish_is_refused() {
+    let mut pair = Pair::default();
+    pair.connect();
+    let id = pair.client.open_stream().unwrap();
+    pair.client.finish(id).unwrap();
+    assert_eq!(
+        pair.client.write(id, b"late"),
+        Err(StreamError::ClosedForWriting(id))
+    );
+}
+
+#[test]
+fn the_stream_limit_is_the_peers() {
+    let server = TransportConfig {
+        max_streams: 2,
+        ..TransportConfig::default()
+    };
+    let mut pair = Pair::new(TransportConfig::default(), server);
+    pair.connect();
+    pair.client.open_stream().unwrap();
+    pair.client.open_stream().unwrap();
+    assert_eq!(pair.client.open_stream(), Err(StreamError::StreamLimit));
+}
+
+#[test]
+fn graceful_close_waits_for_delivery_then_closes_both_ends() {
+    let mut pair = Pair::default();
+    pair.connect();
+    let id = pair.client.open_stream().unwrap();
+    pair.client.write(id, &[1u8; 50_000]).unwrap();
+    pair.client.finish(id).unwrap();
+    pair.client.close(pair.now);
+    let mut read = 0;
+    pair.run_until(Duration::from_secs(30), |pair| {
+        if let Some(got) = pair.server.accept_stream() {
+            assert_eq!(got, id);
+        }
+        read += read_all(&mut pair.server, id).0.len();
+        pair.client.is_closed() && pair.server.is_closed()
+    });
+    assert_eq!(read, 50_000);
+    assert!(pair
+        .client_events
+        .contains(&Event::Closed(CloseReason::LocallyClosed)));
+    assert!(pair
+        .server_events
+        .iter()
+        .any(|e| matches!(e, Event::Closed(CloseReason::ByPeer { code: 0, .. }))));
+}
+
+#[test]
+fn abort_tells_the_peer_why() {
+    let mut pair = Pair::default();
+    pair.connect();
+    pair.client.abort(pair.now, 0x10, "giving up");
+    pair.flush();
+    assert!(
+        pair.server_events.iter().any(|e| matches!(
+            e,
+            Event::Closed(CloseReason::ByPeer { code: 0x10, reason }) if reason == "giving up"
+        )) || {
+            // The server reports the close once it has drained.
+            for _ in 0..10 {
+                if pair.server.is_closed() {
+                    break;
+                }
+                pair.advance();
+            }
+            pair.server_events.iter().any(|e| matches!(
+            e,
+            Event::Closed(CloseReason::ByPeer { code: 0x10, reason }) if reason == "giving up"
+        ))
+        }
+    );
+}
+
+#[test]
+fn a_silent_peer_times_out() {
+    let config = TransportConfig {
+        idle_timeout: Duration::from_secs(5),
+        ..TransportConfig::default()
+    };
+    let mut pair = Pair::new(config.clone(), config);
+    pair.connect();
+    let start = pair.now;
+    // The server vanishes: the client hears nothing more.
+    let mut client = pair.client;
+    let mut now = start;
+    let mut closed = None;
+    for _ in 0..1000 {
+        let Some(at) = client.poll_timeout() else {
+            break;
+        };
+        now = at;
+        client.handle_timeout(now);
+        while client.poll_transmit(now).is_some() {}
+        while let Some(e) = client.poll_event() {
+            if let Event::Closed(reason) = e {
+                closed = Some(reason);
+            }
+        }
+        if closed.is_some() {
+            break;
+        }
+    }
+    assert_eq!(closed, Some(CloseReason::IdleTimeout));
+    let waited = now - start;
+    assert!(
+        waited >= Duration::from_secs(5) && waited < Duration::from_secs(6),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn a_client_that_hears_nothing_reports_a_handshake_timeout() {
+    let config = TransportConfig {
+        idle_timeout: Duration::from_secs(3),
+        ..TransportConfig::default()
+    };
+    let mut client = Connection::client(config, Instant::now(), 9).unwrap();
+    let mut now = Instant::now();
+    let mut initials = 0;
+    let mut closed = None;
+    for _ in 0..1000 {
+        while client.poll_transmit(now).is_some() {
+            initials += 1;
+        }
+        while let Some(e) = client.poll_event() {
+            if let Event::Closed(reason) = e {
+                closed = Some(reason);
+            }
+        }
+        if closed.is_some() {
+            break;
+        }
+        now = client.poll_timeout().expect("a timer");
+        client.handle_timeout(now);
+    }
+    assert_eq!(closed, Some(CloseReason::HandshakeTimeout));
+    assert!(initials > 3, "the Initial is sent again: {initials}");
+}
+
+#[test]
+fn streams_cannot_be_used_before_the_handshake() {
+    let mut client = Connection::client(TransportConfig::default(), Instant::now(), 3).unwrap();
+    assert_eq!(client.open_stream(), Err(StreamError::NotConnected));
+}
