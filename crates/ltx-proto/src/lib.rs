@@ -36,7 +36,7 @@ pub mod wire;
 
 pub use config::{ConfigError, TransportConfig};
 pub use connection::{
-    Connection, ConnectionStats, EcnCodepoint, ReadOutcome, StreamError, Transmit,
+    symbol_size, Connection, ConnectionStats, EcnCodepoint, ReadOutcome, StreamError, Transmit,
 };
 pub use event::{CloseReason, Event, TraceEvent};
 pub use wire::{Side, StreamId};

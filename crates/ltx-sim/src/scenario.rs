@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use ltx_link::{Aqm, Jitter, LinkConfig, LossModel, Outage, QueueLimit, Rate};
+use ltx_link::{Aqm, Jitter, LinkConfig, LossModel, Outage, Rate};
 use ltx_proto::{Connection, TransportConfig};
 
 use crate::metrics::{ideal_completion, jain, percentile};
@@ -375,15 +375,9 @@ impl Scenario {
 /// header), for T*'s payload fraction.
 fn payload_fraction(transport: &TransportConfig) -> f64 {
     // A full source packet: header (flags, version, 8-byte id, a 4-byte
-    // packet number), the SOURCE frame's type, id and length (1 + 4 + 2),
-    // and the symbol, which spends about 8 bytes on its STREAM frame header.
-    let symbol = f64::from(transport.max_datagram) - 54.0;
-    (symbol - 8.0) / (symbol + 14.0 + 7.0)
-}
-
-/// The queue limit of a scenario, for reports.
-pub fn queue_limit(scenario: &Scenario) -> QueueLimit {
-    scenario
-        .queue
-        .limit(scenario.rate_bps, scenario.rtt, WIRE_PACKET as usize)
+    // packet number: 14 bytes), the SOURCE frame's type, id and length
+    // (1 + 4 + 2), the symbol, and the plain layer's 4-byte checksum; the
+    // symbol spends about 8 bytes on its STREAM frame header.
+    let symbol = ltx_proto::symbol_size(transport.max_datagram) as f64;
+    (symbol - 8.0) / (symbol + 14.0 + 7.0 + 4.0)
 }

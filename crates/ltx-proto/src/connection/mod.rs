@@ -79,9 +79,11 @@ const PROBES: u32 = 2;
 /// packets, in PTOs.
 const DRAIN_PTOS: u32 = 3;
 
-/// The symbol size both ends use: what fits in the smaller datagram.
-fn symbol_size(max_datagram: u16) -> usize {
-    usize::from(max_datagram) - MAX_HEADER_LEN - SYMBOL_FRAME_OVERHEAD - TAG_LEN
+/// The symbol size for a datagram size: what fits with the largest header,
+/// the largest symbol frame header and an authentication tag. Both ends use
+/// the one for the smaller of their two datagram sizes.
+pub fn symbol_size(max_datagram: u16) -> usize {
+    usize::from(max_datagram).saturating_sub(MAX_HEADER_LEN + SYMBOL_FRAME_OVERHEAD + TAG_LEN)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
