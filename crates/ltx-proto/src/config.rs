@@ -29,8 +29,8 @@ pub struct TransportConfig {
     /// fits.
     pub max_datagram: u16,
     /// Most source symbols the peer may send beyond the first one this end
-    /// has not decoded: the decoding window. Must leave room for
-    /// [`DECODER_HISTORY`](crate::config) below `u16::MAX`.
+    /// has not decoded: the decoding window, 1 to 57 343 (the decoder keeps
+    /// 8192 symbols of history on top, within 65 535).
     pub max_window: u16,
     /// Bytes in all streams the peer may send beyond what the application
     /// has read (connection flow control).

@@ -9,7 +9,7 @@ use ltx_proto::{Connection, TransportConfig};
 use crate::metrics::{ideal_completion, jain, percentile};
 use crate::transfer::TransferNode;
 use crate::units::QueueSpec;
-use crate::{Network, NodeId, StopReason};
+use crate::{Network, NodeId};
 
 /// UDP payload bytes of a full ltx packet, for the ideal time's payload
 /// fraction.
@@ -245,7 +245,6 @@ impl Scenario {
         let outcome = network.run(deadline, |net| {
             receivers.iter().all(|&r| net.node(r).is_done())
         });
-        let _ = outcome.reason == StopReason::Stopped;
         Ok(self.collect(&network, &ids, epoch, outcome.now, ideal))
     }
 

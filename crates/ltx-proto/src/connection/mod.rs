@@ -1178,8 +1178,8 @@ impl Connection {
                     self.on_ack(now, &ack)?;
                 }
             }
-            Frame::Source(source) => self.on_source(now, &source)?,
-            Frame::Repair(repair) => self.on_repair(now, &repair)?,
+            Frame::Source(source) => self.on_source(&source)?,
+            Frame::Repair(repair) => self.on_repair(&repair)?,
             Frame::Close(close) => {
                 let reason = CloseReason::ByPeer {
                     code: close.code,
@@ -1263,7 +1263,7 @@ impl Connection {
         Ok(())
     }
 
-    fn on_source(&mut self, now: Instant, source: &SourceFrame<'_>) -> Result<(), Violation> {
+    fn on_source(&mut self, source: &SourceFrame<'_>) -> Result<(), Violation> {
         if source.data.len() > self.symbol_size {
             return Err(Violation {
                 code: codes::PROTOCOL_VIOLATION,
@@ -1290,10 +1290,10 @@ impl Connection {
                 })
             }
         }
-        self.deliver_symbols(now, Some(source.id))
+        self.deliver_symbols(Some(source.id))
     }
 
-    fn on_repair(&mut self, now: Instant, repair: &RepairFrame<'_>) -> Result<(), Violation> {
+    fn on_repair(&mut self, repair: &RepairFrame<'_>) -> Result<(), Violation> {
         if repair.data.len() != self.symbol_size {
             return Err(Violation {
                 code: codes::PROTOCOL_VIOLATION,
@@ -1337,17 +1337,12 @@ impl Connection {
                 })
             }
         }
-        self.deliver_symbols(now, None)
+        self.deliver_symbols(None)
     }
 
     /// Hands every newly known symbol's frames to the streams, then lets
     /// the decoder forget what lies well behind its first unknown symbol.
-    fn deliver_symbols(
-        &mut self,
-        now: Instant,
-        received: Option<SymbolId>,
-    ) -> Result<(), Violation> {
-        let _ = now;
+    fn deliver_symbols(&mut self, received: Option<SymbolId>) -> Result<(), Violation> {
         let Some(mut decoder) = self.decoder.take() else {
             return Ok(());
         };
