@@ -72,9 +72,10 @@ const QUICK_ACKS: u64 = 128;
 const INITIAL_COPIES: u8 = 3;
 /// Probe time-outs double at most this many times.
 const MAX_PTO_BACKOFF: u32 = 1;
-/// Packets sent at each probe time-out: two, so that one loss does not
-/// cost another time-out.
-const PROBES: u32 = 2;
+/// Repair symbols sent at each probe time-out: several, so that a burst of
+/// loss does not cost another time-out each time (a path in a bad state
+/// loses packets in runs, and a lone probe would wait out each run).
+const PROBES: u32 = 4;
 /// Longest a connection lingers after a close to absorb the peer's
 /// packets, in PTOs.
 const DRAIN_PTOS: u32 = 3;
