@@ -414,3 +414,26 @@ fn streams_cannot_be_used_before_the_handshake() {
     let mut client = Connection::client(TransportConfig::default(), Instant::now(), 3).unwrap();
     assert_eq!(client.open_stream(), Err(StreamError::NotConnected));
 }
+
+#[test]
+fn keep_alive_holds_a_quiet_connection_open() {
+    // Nothing to send for a minute, an idle timeout of 10 s: pings every
+    // 3 s keep both ends alive; without them both would have closed.
+    let config = TransportConfig {
+        idle_timeout: Duration::from_secs(10),
+        keep_alive: Some(Duration::from_secs(3)),
+        ..TransportConfig::default()
+    };
+    let mut pair = Pair::new(config.clone(), config);
+    pair.connect();
+    let end = pair.now + Duration::from_secs(60);
+    while pair.now < end {
+        pair.advance();
+    }
+    assert!(pair.client.is_established() && pair.server.is_established());
+    assert!(!pair
+        .client_events
+        .iter()
+        .chain(&pair.server_events)
+        .any(|e| matches!(e, Event::Closed(_))));
+}
