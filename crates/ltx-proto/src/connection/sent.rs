@@ -2,7 +2,7 @@
 //! number and time (RFC 9002 style). Packet numbers are never reused, so an
 //! acknowledgement names exactly one transmission.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// What a sent packet carried, as far as recovery cares.
@@ -36,7 +36,8 @@ const PACKET_THRESHOLD: u64 = 3;
 #[derive(Debug, Default)]
 pub(crate) struct SentPackets {
     packets: BTreeMap<u64, SentPacket>,
-    recently_lost: VecDeque<u64>,
+    /// Numbers declared lost, the newest [`LOST_MEMORY`] of them.
+    recently_lost: BTreeSet<u64>,
     pub(crate) bytes_in_flight: u64,
     /// Repairs in flight that cover the peer's oldest gaps: proactive ones
     /// over recent symbols do not count, they answer recent losses.
@@ -84,18 +85,10 @@ impl SentPackets {
                 outcome.acked.push((number, packet));
             }
         }
-        if self
-            .recently_lost
-            .iter()
-            .any(|&n| (first..=last).contains(&n))
-        {
-            self.recently_lost.retain(|&n| {
-                let hit = (first..=last).contains(&n);
-                if hit {
-                    outcome.spurious.push(n);
-                }
-                !hit
-            });
+        let spurious: Vec<u64> = self.recently_lost.range(first..=last).copied().collect();
+        for number in spurious {
+            self.recently_lost.remove(&number);
+            outcome.spurious.push(number);
         }
     }
 
@@ -125,9 +118,9 @@ impl SentPackets {
             self.packets.remove(number);
             self.forget(packet);
             if packet.in_flight {
-                self.recently_lost.push_back(*number);
+                self.recently_lost.insert(*number);
                 if self.recently_lost.len() > LOST_MEMORY {
-                    self.recently_lost.pop_front();
+                    self.recently_lost.pop_first();
                 }
             }
         }
