@@ -96,6 +96,9 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
     if args.flows == 0 {
         bail!("--flows must be at least 1");
     }
+    if args.size == 0 {
+        bail!("--size must be at least 1 byte: an empty transfer has no goodput or overhead to measure");
+    }
     if args.loss >= 1.0 {
         bail!("--loss must be below 100%: nothing crosses a path that loses everything");
     }
@@ -259,6 +262,9 @@ const PATTERNS: [(f64, &str); 4] = [
 ];
 
 fn run_matrix(args: &MatrixArgs) -> anyhow::Result<()> {
+    if args.size == 0 {
+        bail!("--size must be at least 1 byte");
+    }
     if args.name != "seed" {
         bail!(
             "unknown matrix '{}': the one matrix is 'seed' (the two LT-TCP tables of seed 000)",
