@@ -1,0 +1,1 @@
+//! ltx over UDP with tokio.
