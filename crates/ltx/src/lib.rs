@@ -1,1 +1,19 @@
-//! ltx over UDP with tokio.
+//! ltx over UDP with tokio: endpoints, connections and streams of the
+//! loss-tolerant transport.
+//!
+//! This crate only drives the sans-IO protocol of `ltx-proto`: it owns the
+//! socket (through quinn-udp, with GSO/GRO batching and ECN codepoints read
+//! and written, so that congestion marks reach the controller), the clock
+//! and the timers, and turns the protocol's streams into tokio
+//! [`AsyncRead`](tokio::io::AsyncRead) / [`AsyncWrite`](tokio::io::AsyncWrite)
+//! halves. See [`Endpoint`] for a complete example.
+
+mod connection;
+mod endpoint;
+mod error;
+mod socket;
+
+pub use connection::{Connection, RecvStream, SendStream};
+pub use endpoint::{Endpoint, EndpointConfig};
+pub use error::{ConnectError, ConnectionError, OpenStreamError};
+pub use ltx_proto::{CloseReason, ConnectionStats, StreamId, TransportConfig};

@@ -1,0 +1,544 @@
+//! The endpoint: one UDP socket, the connections on it, and the task that
+//! drives them.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::poll_fn;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+
+use ltx_proto::wire::{ConnectionId, Header, PacketType};
+use ltx_proto::{CloseReason, Event, Side, StreamId, TransportConfig};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::sync::Notify;
+
+use crate::connection::Connection;
+use crate::error::ConnectError;
+use crate::socket::{SendQueue, UdpIo};
+
+/// How an endpoint behaves: the transport settings of its connections and
+/// whether it takes connections from others.
+#[derive(Debug, Clone)]
+pub struct EndpointConfig {
+    /// The settings of every connection of this endpoint.
+    pub transport: TransportConfig,
+    /// Whether peers may connect to this endpoint (a server); a client-only
+    /// endpoint ignores their first packets.
+    pub accept_incoming: bool,
+    /// Connections that completed their handshake but were not yet taken
+    /// with [`Endpoint::accept`]; first packets beyond it are ignored, so a
+    /// flood of handshakes cannot grow memory without bound.
+    pub max_pending_incoming: usize,
+    /// Connections open at once; more are refused (incoming: ignored;
+    /// outgoing: [`ConnectError::TooManyConnections`]).
+    pub max_connections: usize,
+}
+
+impl EndpointConfig {
+    /// A client endpoint: it connects to others and takes no connections.
+    pub fn client() -> EndpointConfig {
+        EndpointConfig {
+            transport: TransportConfig::default(),
+            accept_incoming: false,
+            max_pending_incoming: 64,
+            max_connections: 1024,
+        }
+    }
+
+    /// A server endpoint: it takes connections (and may also connect).
+    pub fn server() -> EndpointConfig {
+        EndpointConfig {
+            accept_incoming: true,
+            ..EndpointConfig::client()
+        }
+    }
+}
+
+impl Default for EndpointConfig {
+    /// A client endpoint.
+    fn default() -> EndpointConfig {
+        EndpointConfig::client()
+    }
+}
+
+/// Identifies a connection among the endpoint's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ConnectionKey(u64);
+
+/// Where a connection stands, as its handles see it.
+#[derive(Debug, Clone)]
+pub(crate) enum Phase {
+    Handshaking,
+    Established,
+    Closed(CloseReason),
+}
+
+/// Tasks waiting on a connection.
+#[derive(Debug, Default)]
+pub(crate) struct Wakers {
+    pub(crate) established: Vec<Waker>,
+    pub(crate) accept_stream: Option<Waker>,
+    pub(crate) read: HashMap<StreamId, Waker>,
+    pub(crate) write: HashMap<StreamId, Waker>,
+    pub(crate) closed: Vec<Waker>,
+}
+
+impl Wakers {
+    fn wake_all(&mut self) {
+        self.established.drain(..).for_each(Waker::wake);
+        self.closed.drain(..).for_each(Waker::wake);
+        self.accept_stream.take().into_iter().for_each(Waker::wake);
+        self.read.drain().for_each(|(_, w)| w.wake());
+        self.write.drain().for_each(|(_, w)| w.wake());
+    }
+}
+
+/// One connection and what its handles wait on.
+pub(crate) struct Slot {
+    pub(crate) proto: ltx_proto::Connection,
+    pub(crate) remote: SocketAddr,
+    pub(crate) phase: Phase,
+    pub(crate) wakers: Wakers,
+    /// Live `Connection` handles (streams hold one each).
+    pub(crate) handles: usize,
+    /// Whether a handle was ever given out: a server connection waiting
+    /// in the accept queue has none yet and must not be closed for it.
+    pub(crate) handed_out: bool,
+    /// The Initial route of a server connection, removed with it.
+    initial_route: Option<(SocketAddr, ConnectionId)>,
+}
+
+/// Everything behind the endpoint's lock.
+pub(crate) struct State {
+    pub(crate) slots: HashMap<ConnectionKey, Slot>,
+    next_key: u64,
+    by_cid: HashMap<ConnectionId, ConnectionKey>,
+    by_initial: HashMap<(SocketAddr, ConnectionId), ConnectionKey>,
+    incoming: VecDeque<ConnectionKey>,
+    accept_wakers: Vec<Waker>,
+    config: EndpointConfig,
+    rng: SmallRng,
+    /// Every `Endpoint` handle was dropped: the driver ends once its
+    /// connections have.
+    handles_gone: bool,
+    /// The socket failed; the reason, for everyone waiting.
+    failed: Option<String>,
+    /// Datagrams dropped before reaching a connection.
+    pub(crate) unroutable: u64,
+}
+
+/// What the endpoint's handles and its driver share.
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Wakes the driver after an application call that may have something
+    /// to send (data written, flow-control credit from a read, a close).
+    pub(crate) wake_driver: Notify,
+    local_addr: SocketAddr,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while the lock was held leaves the state as it was at a
+        // call boundary of the protocol, which stays consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// An ltx endpoint: a UDP socket on which connections are made and
+/// accepted. Clones share the socket; the socket closes when every clone
+/// and every connection is gone.
+///
+/// ```
+/// use ltx::{Endpoint, EndpointConfig};
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::server())?;
+/// let client = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::client())?;
+/// let server_addr = server.local_addr();
+/// tokio::spawn(async move {
+///     let connection = server.accept().await.expect("a client connects");
+///     let (mut send, mut recv) = connection.accept_stream().await.expect("a stream");
+///     let mut message = Vec::new();
+///     recv.read_to_end(&mut message).await?;
+///     send.write_all(&message).await?;
+///     send.shutdown().await?;
+///     connection.closed().await;
+///     Ok::<(), std::io::Error>(())
+/// });
+/// let connection = client.connect(server_addr).await?;
+/// let (mut send, mut recv) = connection.open_stream()?;
+/// send.write_all(b"over a lossy sky").await?;
+/// send.shutdown().await?;
+/// let mut echo = Vec::new();
+/// recv.read_to_end(&mut echo).await?;
+/// assert_eq!(echo, b"over a lossy sky");
+/// connection.close().await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Endpoint {
+    handle: Arc<EndpointHandle>,
+}
+
+struct EndpointHandle {
+    shared: Arc<Shared>,
+}
+
+impl Drop for EndpointHandle {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.handles_gone = true;
+        state.accept_wakers.drain(..).for_each(Waker::wake);
+        drop(state);
+        self.shared.wake_driver.notify_one();
+    }
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("local_addr", &self.handle.shared.local_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    /// Binds a UDP socket to `addr` and starts the endpoint's driver task on
+    /// the current tokio runtime.
+    ///
+    /// Fails if the socket cannot be bound or the transport settings are
+    /// invalid; must be called inside a tokio runtime.
+    pub fn bind(addr: SocketAddr, config: EndpointConfig) -> io::Result<Endpoint> {
+        config
+            .transport
+            .validate()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let socket = UdpIo::bind(addr)?;
+        let local_addr = socket.local_addr()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                slots: HashMap::new(),
+                next_key: 0,
+                by_cid: HashMap::new(),
+                by_initial: HashMap::new(),
+                incoming: VecDeque::new(),
+                accept_wakers: Vec::new(),
+                config,
+                rng: SmallRng::from_os_rng(),
+                handles_gone: false,
+                failed: None,
+                unroutable: 0,
+            }),
+            wake_driver: Notify::new(),
+            local_addr,
+        });
+        tokio::spawn(drive(shared.clone(), socket));
+        Ok(Endpoint {
+            handle: Arc::new(EndpointHandle { shared }),
+        })
+    }
+
+    /// The address the socket is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.handle.shared.local_addr
+    }
+
+    /// Datagrams that reached the socket but no connection: malformed,
+    /// unknown connection, or first packets the endpoint would not take.
+    pub fn unroutable_datagrams(&self) -> u64 {
+        self.handle.shared.lock().unroutable
+    }
+
+    /// Connects to a server and completes the handshake.
+    ///
+    /// Fails with [`ConnectError::Closed`] carrying
+    /// [`CloseReason::HandshakeTimeout`] if the server does not answer
+    /// within the transport's idle timeout.
+    pub async fn connect(&self, server: SocketAddr) -> Result<Connection, ConnectError> {
+        let shared = &self.handle.shared;
+        let key = {
+            let mut state = shared.lock();
+            if let Some(reason) = &state.failed {
+                return Err(ConnectError::EndpointFailed(reason.clone()));
+            }
+            if state.slots.len() >= state.config.max_connections {
+                return Err(ConnectError::TooManyConnections);
+            }
+            let seed = state.rng.random();
+            let proto =
+                ltx_proto::Connection::client(state.config.transport.clone(), Instant::now(), seed)
+                    .map_err(ConnectError::Config)?;
+            let key = state.insert(proto, server, None);
+            state.slots.get_mut(&key).expect("just inserted").handed_out = true;
+            key
+        };
+        // The handle exists before the handshake, so that a cancelled
+        // connect drops it and closes the half-made connection.
+        let connection = Connection::new(shared.clone(), key);
+        shared.wake_driver.notify_one();
+        poll_fn(|cx| {
+            let mut state = shared.lock();
+            let slot = state.slots.get_mut(&key).expect("a handle keeps its slot");
+            match &slot.phase {
+                Phase::Established => Poll::Ready(Ok(())),
+                Phase::Closed(reason) => Poll::Ready(Err(ConnectError::Closed(reason.clone()))),
+                Phase::Handshaking => {
+                    slot.wakers.established.push(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        })
+        .await?;
+        Ok(connection)
+    }
+
+    /// Waits for the next incoming connection (handshake done); `None`
+    /// once the endpoint takes no more (it is not a server, or its socket
+    /// failed).
+    pub async fn accept(&self) -> Option<Connection> {
+        let shared = &self.handle.shared;
+        poll_fn(|cx| {
+            let mut state = shared.lock();
+            if let Some(key) = state.incoming.pop_front() {
+                let slot = state.slots.get_mut(&key).expect("queued slots live");
+                slot.handed_out = true;
+                return Poll::Ready(Some(key));
+            }
+            if !state.config.accept_incoming || state.failed.is_some() {
+                return Poll::Ready(None);
+            }
+            state.accept_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
+        .map(|key| Connection::new(shared.clone(), key))
+    }
+
+    /// Waits until every connection of this endpoint has closed (its last
+    /// packets sent), for a clean exit.
+    pub async fn wait_idle(&self) {
+        // The driver does not announce idleness; polling is simple and
+        // costs nothing that matters beside a transfer.
+        while !self.handle.shared.lock().slots.is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl State {
+    fn insert(
+        &mut self,
+        proto: ltx_proto::Connection,
+        remote: SocketAddr,
+        initial_route: Option<(SocketAddr, ConnectionId)>,
+    ) -> ConnectionKey {
+        let key = ConnectionKey(self.next_key);
+        self.next_key += 1;
+        self.by_cid.insert(proto.local_cid(), key);
+        if let Some(route) = initial_route {
+            self.by_initial.insert(route, key);
+        }
+        self.slots.insert(
+            key,
+            Slot {
+                proto,
+                remote,
+                phase: Phase::Handshaking,
+                wakers: Wakers::default(),
+                handles: 0,
+                handed_out: false,
+                initial_route,
+            },
+        );
+        key
+    }
+
+    fn remove(&mut self, key: ConnectionKey) {
+        if let Some(slot) = self.slots.remove(&key) {
+            self.by_cid.remove(&slot.proto.local_cid());
+            if let Some(route) = slot.initial_route {
+                self.by_initial.remove(&route);
+            }
+            self.incoming.retain(|k| *k != key);
+        }
+    }
+
+    /// Finds (or, for a server's first packet, makes) the connection a
+    /// datagram is for.
+    fn route(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> Option<ConnectionKey> {
+        let (header, _) = Header::parse(bytes).ok()?;
+        if let Some(key) = self.by_cid.get(&header.dcid) {
+            return Some(*key);
+        }
+        if header.packet_type != PacketType::Initial {
+            return None;
+        }
+        if let Some(key) = self.by_initial.get(&(from, header.dcid)) {
+            return Some(*key);
+        }
+        let waiting = self
+            .slots
+            .values()
+            .filter(|s| s.proto.side() == Side::Server && !s.handed_out)
+            .count();
+        if !self.config.accept_incoming
+            || self.handles_gone
+            || waiting >= self.config.max_pending_incoming
+            || self.slots.len() >= self.config.max_connections
+        {
+            return None;
+        }
+        let seed = self.rng.random();
+        let proto = ltx_proto::Connection::server(self.config.transport.clone(), now, seed).ok()?;
+        Some(self.insert(proto, from, Some((from, header.dcid))))
+    }
+
+    /// Collects what every connection has to send, hands its events to the
+    /// tasks waiting on them, and drops connections that are over. Returns
+    /// the earliest timer.
+    fn poll_connections(
+        &mut self,
+        now: Instant,
+        out: &mut SendQueue,
+        max_segments: usize,
+    ) -> Option<Instant> {
+        let mut earliest: Option<Instant> = None;
+        let mut finished = Vec::new();
+        for (key, slot) in &mut self.slots {
+            if slot.proto.poll_timeout().is_some_and(|t| t <= now) {
+                slot.proto.handle_timeout(now);
+            }
+            while let Some(transmit) = slot.proto.poll_transmit(now) {
+                out.push(slot.remote, transmit.ecn, &transmit.contents, max_segments);
+            }
+            while let Some(event) = slot.proto.poll_event() {
+                match event {
+                    Event::Connected => {
+                        slot.phase = Phase::Established;
+                        slot.wakers.established.drain(..).for_each(Waker::wake);
+                        if slot.proto.side() == Side::Server {
+                            self.incoming.push_back(*key);
+                            self.accept_wakers.drain(..).for_each(Waker::wake);
+                        }
+                    }
+                    Event::StreamOpened(_) => {
+                        if let Some(w) = slot.wakers.accept_stream.take() {
+                            w.wake();
+                        }
+                    }
+                    Event::StreamReadable(id) | Event::StreamReset { id, .. } => {
+                        if let Some(w) = slot.wakers.read.remove(&id) {
+                            w.wake();
+                        }
+                    }
+                    Event::StreamWritable(id) | Event::StopSending { id, .. } => {
+                        if let Some(w) = slot.wakers.write.remove(&id) {
+                            w.wake();
+                        }
+                    }
+                    Event::Closed(reason) => {
+                        slot.phase = Phase::Closed(reason);
+                        slot.wakers.wake_all();
+                    }
+                    Event::Trace(_) => {}
+                }
+            }
+            let unheld = slot.handed_out && slot.handles == 0;
+            let closed = matches!(slot.phase, Phase::Closed(_));
+            if closed && (unheld || !slot.handed_out) {
+                finished.push(*key);
+            }
+            if let Some(t) = slot.proto.poll_timeout() {
+                earliest = Some(earliest.map_or(t, |e| e.min(t)));
+            }
+        }
+        for key in finished {
+            self.remove(key);
+        }
+        earliest
+    }
+}
+
+/// The endpoint's task: reads the socket, runs timers, sends what the
+/// connections produce.
+async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
+    let max_segments = socket.max_gso_segments();
+    let mut out = SendQueue::default();
+    let mut timer: Option<Instant> = None;
+    loop {
+        let sleep = async {
+            match timer {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let readable = tokio::select! {
+            r = socket.readable() => Some(r),
+            _ = shared.wake_driver.notified() => None,
+            _ = sleep => None,
+        };
+        if let Some(Err(e)) = readable {
+            fail(&shared, &e);
+            return;
+        }
+        let now = Instant::now();
+        {
+            let mut state = shared.lock();
+            if readable.is_some() {
+                let received = socket.try_recv(|datagram| {
+                    match state.route(now, datagram.from, datagram.bytes) {
+                        Some(key) => {
+                            let slot = state.slots.get_mut(&key).expect("routes lead to slots");
+                            slot.proto
+                                .handle_datagram(now, datagram.bytes, datagram.ecn);
+                        }
+                        None => state.unroutable += 1,
+                    }
+                });
+                if let Err(e) = received {
+                    drop(state);
+                    fail(&shared, &e);
+                    return;
+                }
+            }
+            timer = state.poll_connections(now, &mut out, max_segments);
+            if state.handles_gone && state.slots.is_empty() {
+                return;
+            }
+        }
+        if !out.is_empty() {
+            for batch in out.take() {
+                let sent = socket
+                    .send(batch.destination, batch.ecn, &batch.contents, batch.segment)
+                    .await;
+                // A datagram that cannot be sent (no route, a refused
+                // destination) is a lost packet: the protocol's repair and
+                // timers handle it like any other loss.
+                if let Err(e) = sent {
+                    tracing::debug!("send to {} failed: {e}", batch.destination);
+                }
+            }
+        }
+    }
+}
+
+/// Closes every connection of an endpoint whose socket failed.
+fn fail(shared: &Shared, error: &io::Error) {
+    let mut state = shared.lock();
+    let reason = format!("socket error: {error}");
+    state.failed = Some(reason.clone());
+    for slot in state.slots.values_mut() {
+        slot.phase = Phase::Closed(CloseReason::LocallyAborted {
+            code: ltx_proto::event::codes::APPLICATION,
+            reason: reason.clone(),
+        });
+        slot.wakers.wake_all();
+    }
+    state.accept_wakers.drain(..).for_each(Waker::wake);
+}
