@@ -15,6 +15,10 @@ const RECV_BATCH: usize = 16;
 /// Bytes asked of the kernel for each socket buffer: at 1 Gbit/s a
 /// millisecond of scheduling delay is 125 kB.
 const SOCKET_BUFFER: usize = 4 << 20;
+/// Most bytes one GSO send may carry: the kernel refuses a batch whose
+/// total exceeds a UDP datagram's 64 KiB (with headers), and quinn-udp
+/// drops a refused batch silently.
+const MAX_GSO_BYTES: usize = 65_000;
 
 /// A UDP socket driven by tokio, sending and receiving through quinn-udp.
 #[derive(Debug)]
@@ -191,6 +195,7 @@ impl SendQueue {
                 && last.destination == destination
                 && last.ecn == ecn
                 && last.count < max_segments
+                && last.contents.len() + datagram.len() <= MAX_GSO_BYTES
                 && datagram.len() <= last.segment;
             if joins {
                 last.contents.extend_from_slice(datagram);
@@ -254,6 +259,19 @@ mod tests {
             .map(|b| (b.segment, b.contents.len()))
             .collect();
         assert_eq!(shapes, vec![(100, 140), (40, 40), (120, 120)]);
+    }
+
+    #[test]
+    fn a_batch_stays_within_what_one_system_call_may_carry() {
+        let mut queue = SendQueue::default();
+        for _ in 0..64 {
+            queue.push(addr(1), EcnCodepoint::Ect0, &[0; 1400], 64);
+        }
+        let batches = queue.take();
+        assert!(batches.len() > 1);
+        assert!(batches.iter().all(|b| b.contents.len() <= MAX_GSO_BYTES));
+        let total: usize = batches.iter().map(|b| b.contents.len()).sum();
+        assert_eq!(total, 64 * 1400);
     }
 
     #[test]

@@ -529,14 +529,16 @@ impl Streams {
         if room < header {
             return false;
         }
-        let data: Vec<u8> = stream.pending.drain(..len).collect();
+        // Contiguous in place (a rotation at most once per lap of the
+        // buffer), so the bytes are copied once, straight into the symbol.
         let frame = Frame::Stream(StreamFrame {
             id,
             offset: stream.offset,
             fin,
-            data: &data,
+            data: &stream.pending.make_contiguous()[..len],
         });
         frame.emit(out);
+        stream.pending.drain(..len);
         if trace && len > 0 {
             events.push_back(Event::Trace(TraceEvent::StreamDataSent {
                 id,
