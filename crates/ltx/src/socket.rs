@@ -99,6 +99,17 @@ impl UdpIo {
         for (meta, buf) in recv_meta.iter().zip(slices.iter()).take(filled) {
             let ecn = meta.ecn.map_or(EcnCodepoint::NotEct, from_udp_ecn);
             let stride = meta.stride.max(1);
+            if meta.len == 0 {
+                // `chunks` yields nothing for an empty datagram, which is
+                // still one datagram to account for.
+                count += 1;
+                each(Received {
+                    from: meta.addr,
+                    ecn,
+                    bytes: &[],
+                });
+                continue;
+            }
             for datagram in buf[..meta.len].chunks(stride) {
                 count += 1;
                 each(Received {
