@@ -176,7 +176,10 @@ impl Scenario {
         ideal_completion(self.size, share, self.rtt, self.loss, payload_fraction)
     }
 
-    fn links(&self) -> (LinkConfig, LinkConfig) {
+    /// The two directions of the scenario's path (data, then
+    /// acknowledgements), as the simulator runs them; an emulator given the
+    /// same links runs the same path in real time.
+    pub fn links(&self) -> (LinkConfig, LinkConfig) {
         let one_way = self.rtt / 2;
         let limit = self
             .queue
