@@ -36,10 +36,10 @@ struct Trace {
 /// Runs Ctcp over `path` for `duration`, sending whenever window and pacer
 /// allow; ACKs return one propagation RTT after the bottleneck served the
 /// packet, so they come back spaced at the bottleneck rate.
-fn run(path: &PathModel, duration: Duration, seed: u64) -> Trace {
+fn run(path: &PathModel, config: &CtcpConfig, duration: Duration, seed: u64) -> Trace {
     let epoch = Instant::now();
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), epoch, MTU);
+    let mut cc = Ctcp::new(Arc::new(config.clone()), epoch, MTU);
     let mut rtt = RttEstimator::new(Duration::from_millis(333));
     let mut pacer = Pacer::new(MTU);
     // (arrival of the ACK or of the loss report, sent, lost)
@@ -53,6 +53,9 @@ fn run(path: &PathModel, duration: Duration, seed: u64) -> Trace {
         max_queue_delay: Duration::ZERO,
         startup_ended: None,
     };
+    // The handshake's sample, as a connection has it before any data.
+    rtt.update(Duration::ZERO, path.rtt_min);
+    cc.on_rtt_sample(epoch, &rtt);
     while now < epoch + duration {
         let mut next_send = None;
         while in_flight + PKT <= cc.window() {
@@ -87,6 +90,7 @@ fn run(path: &PathModel, duration: Duration, seed: u64) -> Trace {
                 cc.on_loss(now, sent, PKT, false, &rtt);
             } else {
                 rtt.update(Duration::ZERO, now - sent);
+                cc.on_rtt_sample(now, &rtt);
                 cc.on_ack(now, sent, PKT, false, &rtt);
             }
         }
@@ -112,7 +116,7 @@ fn startup_reaches_the_bdp_within_three_rtts() {
     for (loss, seed) in [(0.0, 1u64), (0.05, 2), (0.2, 3), (0.3, 4)] {
         let path = long_fat(loss);
         let bdp = path.rate * path.rtt_min.as_secs_f64();
-        let trace = run(&path, Duration::from_secs(12), seed);
+        let trace = run(&path, &CtcpConfig::default(), Duration::from_secs(12), seed);
         let reached = trace
             .windows
             .iter()
@@ -139,6 +143,37 @@ fn startup_reaches_the_bdp_within_three_rtts() {
             trace.max_queue_delay <= path.rtt_min * 2,
             "seed {seed}, loss {loss}: queue delay {:?}",
             trace.max_queue_delay
+        );
+    }
+}
+
+/// When the window first reaches 0.8 × BDP.
+fn time_to_bdp(path: &PathModel, config: &CtcpConfig, seed: u64) -> Duration {
+    let bdp = path.rate * path.rtt_min.as_secs_f64();
+    run(path, config, Duration::from_secs(6), seed)
+        .windows
+        .iter()
+        .find(|(_, w)| *w as f64 >= 0.8 * bdp)
+        .map_or(Duration::MAX, |(t, _)| *t)
+}
+
+#[test]
+fn a_rate_hint_fills_the_path_from_the_first_flight_and_without_it_after_the_first_acks() {
+    for (loss, seed) in [(0.0, 11u64), (0.1, 12), (0.3, 13)] {
+        let path = long_fat(loss);
+        let mut hinted = CtcpConfig::default();
+        hinted.rate_hint(Some(path.rate as u64));
+        let with_hint = time_to_bdp(&path, &hinted, seed);
+        let without = time_to_bdp(&path, &CtcpConfig::default(), seed);
+        // Before any acknowledgement can return, only the hint (and the
+        // handshake's RTT sample) can size the window.
+        assert!(
+            with_hint < path.rtt_min / 2,
+            "seed {seed}, loss {loss}: with the hint at {with_hint:?}"
+        );
+        assert!(
+            without >= path.rtt_min,
+            "seed {seed}, loss {loss}: without the hint at {without:?}"
         );
     }
 }

@@ -72,6 +72,7 @@ pub struct CtcpConfig {
     congestion_beta: f64,
     delay_exit_ratio: f64,
     delay_exit_extra: Duration,
+    rate_hint: Option<u64>,
 }
 
 impl Default for CtcpConfig {
@@ -84,6 +85,7 @@ impl Default for CtcpConfig {
             congestion_beta: 0.85,
             delay_exit_ratio: 1.25,
             delay_exit_extra: Duration::from_millis(2),
+            rate_hint: None,
         }
     }
 }
@@ -94,6 +96,15 @@ impl CtcpConfig {
     /// and on a lossy path ten packets give too few pairs.
     pub fn initial_window_packets(&mut self, value: u64) -> &mut Self {
         self.initial_window_packets = value.max(2);
+        self
+    }
+
+    /// A known bottleneck rate, bytes per second: start-up takes it as
+    /// measured, so the window reaches the bandwidth-delay product at the
+    /// first RTT sample instead of a round later. Measurements above it
+    /// still raise it; congestion signals still cut below it.
+    pub fn rate_hint(&mut self, bytes_per_second: Option<u64>) -> &mut Self {
+        self.rate_hint = bytes_per_second.filter(|r| *r > 0);
         self
     }
 
@@ -290,6 +301,7 @@ impl Ctcp {
         let _ = now;
         let max_datagram = u64::from(max_datagram).max(1);
         let window = config.initial_window_packets.saturating_mul(max_datagram);
+        let max_rate = config.rate_hint;
         Self {
             config,
             max_datagram,
@@ -299,7 +311,7 @@ impl Ctcp {
             train: None,
             recent_rtts: [Duration::ZERO; QUEUE_SAMPLES],
             rtt_samples: 0,
-            max_rate: None,
+            max_rate,
             pairs: PairDispersion::default(),
             acked_towards_increase: 0,
             loss_epoch: None,
@@ -569,6 +581,17 @@ impl Controller for Ctcp {
         }
         self.ecn_epoch = Some(now);
         self.set_loss_epoch(now);
+    }
+
+    fn on_rtt_sample(&mut self, now: Instant, rtt: &RttEstimator) {
+        let _ = now;
+        // With a known rate, the first sample (the handshake's) is enough
+        // for the bandwidth-delay product: the first flight fills the path.
+        if self.in_startup && self.config.rate_hint.is_some() {
+            if let Some(bdp) = self.bdp(rtt) {
+                self.window = self.window.max(bdp);
+            }
+        }
     }
 
     fn window(&self) -> u64 {

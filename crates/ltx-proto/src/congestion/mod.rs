@@ -75,6 +75,12 @@ pub trait Controller: Send + std::fmt::Debug {
         let _ = (now, largest_sent, newly_ce, rtt);
     }
 
+    /// The RTT estimator took a sample (the handshake's included, which
+    /// comes before any acknowledgement of data).
+    fn on_rtt_sample(&mut self, now: Instant, rtt: &RttEstimator) {
+        let _ = (now, rtt);
+    }
+
     /// The congestion window in bytes.
     fn window(&self) -> u64;
 

@@ -1259,6 +1259,7 @@ impl Connection {
             // Unambiguous only if the Initial went once.
             self.rtt
                 .update(Duration::ZERO, now.saturating_duration_since(sent));
+            self.controller.on_rtt_sample(now, &self.rtt);
         }
         self.events.push_back(Event::Connected);
         Ok(())
@@ -1409,6 +1410,7 @@ impl Connection {
                         Duration::from_micros(ack.ack_delay_us).min(self.config.max_ack_delay);
                     self.rtt
                         .update(ack_delay, now.saturating_duration_since(packet.time));
+                    self.controller.on_rtt_sample(now, &self.rtt);
                 }
             }
             self.largest_acked = Some(largest);
