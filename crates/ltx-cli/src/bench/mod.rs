@@ -3,6 +3,7 @@
 use clap::Subcommand;
 
 mod coding;
+mod loopback;
 mod measure;
 
 /// The benchmarks `ltx bench` can run.
@@ -11,11 +12,15 @@ pub(crate) enum BenchCommand {
     /// GF(2^8) region kernels, encoder and decoder throughput, beside plain
     /// XOR and reed-solomon-erasure on the same buffers.
     Coding(coding::CodingArgs),
+    /// One connection over 127.0.0.1, no impairment: throughput and CPU per
+    /// gigabyte of each transport, beside quinn and the kernel's TCP.
+    Loopback(loopback::LoopbackArgs),
 }
 
 /// Runs one benchmark.
 pub(crate) fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Coding(args) => coding::run(&args),
+        BenchCommand::Loopback(args) => loopback::run(&args),
     }
 }
