@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 use super::measure::{median, process_cpu_time};
 use payload::{Delivery, Pattern};
 
+mod ltx;
 mod payload;
 mod quinn;
 mod tcp;
@@ -44,6 +45,10 @@ type RunFn = fn(&Sides, &Transfer) -> anyhow::Result<RunMeasurement>;
 
 /// Every system the benchmark can run, in the order they are reported.
 const SYSTEMS: &[System] = &[
+    System {
+        name: "ltx",
+        run: ltx::run,
+    },
     System {
         name: "quinn",
         run: quinn::run,
