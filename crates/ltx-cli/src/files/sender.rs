@@ -1,7 +1,9 @@
 //! The sending side of one file.
 
+use std::future::Future;
 use std::io::{self, SeekFrom};
 use std::path::Path;
+use std::pin::Pin;
 
 use tokio::fs::File;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncSeekExt, AsyncWrite, AsyncWriteExt};
@@ -141,12 +143,6 @@ where
     file.seek(SeekFrom::Start(start))
         .await
         .map_err(|e| local("seek in", e))?;
-    wire::write_messages(writer, &[], &[Message::Start { offset: start }])
-        .await
-        .map_err(|source| TransferError::PeerClosed {
-            stage: Stage::Data,
-            source,
-        })?;
 
     let outcome = send_data(reader, writer, &mut file, path, start, size, &mut progress).await?;
     let _ = writer.shutdown().await;
@@ -160,8 +156,8 @@ where
     }
 }
 
-/// Sends the file from `start` to `size` and returns the receiver's
-/// outcome.
+/// Sends START and the file from `start` to `size`, and returns the
+/// receiver's outcome.
 async fn send_data<R, W>(
     reader: &mut R,
     writer: &mut W,
@@ -180,73 +176,93 @@ where
     // between chunks.
     let reply = wire::read_message(reader);
     tokio::pin!(reply);
+    let mut start_frame = Vec::new();
+    Message::Start { offset: start }.emit(&mut start_frame);
     let mut buf = vec![0; CHUNK_LEN];
     let mut sent = start;
-    let mut broken = None;
     progress(Progress {
         phase: Phase::Transferring,
         done: sent,
         total: size,
     });
-    while sent < size {
-        let want = usize::try_from(size - sent)
-            .unwrap_or(usize::MAX)
-            .min(CHUNK_LEN);
-        let chunk = &mut buf[..want];
-        let n = read_full(file, chunk)
-            .await
-            .map_err(|e| TransferError::local("read", path, e))?;
-        if n < want {
-            let e = io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the file shrank while it was being sent",
-            );
-            return Err(TransferError::local("read", path, e));
+    let interrupted = 'send: {
+        if let Err(stop) = or_hear(writer.write_all(&start_frame), reply.as_mut()).await {
+            break 'send Some(stop);
         }
-        tokio::select! {
-            biased;
-            message = &mut reply => return Err(early(message)),
-            written = writer.write_all(chunk) => {
-                if let Err(e) = written {
-                    broken = Some(e);
-                    break;
-                }
+        while sent < size {
+            let want = usize::try_from(size - sent)
+                .unwrap_or(usize::MAX)
+                .min(CHUNK_LEN);
+            let chunk = &mut buf[..want];
+            let n = read_full(file, chunk)
+                .await
+                .map_err(|e| TransferError::local("read", path, e))?;
+            if n < want {
+                let e = io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the file shrank while it was being sent",
+                );
+                return Err(TransferError::local("read", path, e));
             }
+            if let Err(stop) = or_hear(writer.write_all(chunk), reply.as_mut()).await {
+                break 'send Some(stop);
+            }
+            sent += want as u64;
+            progress(Progress {
+                phase: Phase::Transferring,
+                done: sent,
+                total: size,
+            });
         }
-        sent += want as u64;
-        progress(Progress {
-            phase: Phase::Transferring,
-            done: sent,
-            total: size,
-        });
-    }
-    if broken.is_none() {
-        tokio::select! {
-            biased;
-            message = &mut reply => return Err(early(message)),
-            flushed = writer.flush() => broken = flushed.err(),
-        }
-    }
-    // Even when the stream broke while writing, the receiver may have said
-    // why before it went.
-    match reply.await {
-        Ok(Message::Outcome(outcome)) => Ok(outcome),
-        Ok(other) => Err(ProtocolError::Unexpected {
-            expected: "OUTCOME",
-            got: other.kind(),
-        }
-        .into()),
-        Err(ReadError::Malformed(error)) => Err(error.into()),
-        Err(ReadError::Closed(source)) => Err(match broken {
-            Some(source) => TransferError::PeerClosed {
+        or_hear(writer.flush(), reply.as_mut()).await.err()
+    };
+    match interrupted {
+        Some(Interrupted::Heard(message)) => Err(early(message)),
+        // Even when the stream broke under a write, the receiver may have
+        // said why before it went.
+        Some(Interrupted::Broken(source)) => Err(match reply.await {
+            Err(ReadError::Closed(_)) => TransferError::PeerClosed {
                 stage: Stage::Data,
                 source,
             },
-            None => TransferError::PeerClosed {
+            other => early(other),
+        }),
+        None => match reply.await {
+            Ok(Message::Outcome(outcome)) => Ok(outcome),
+            Ok(other) => Err(ProtocolError::Unexpected {
+                expected: "OUTCOME",
+                got: other.kind(),
+            }
+            .into()),
+            Err(ReadError::Malformed(error)) => Err(error.into()),
+            Err(ReadError::Closed(source)) => Err(TransferError::PeerClosed {
                 stage: Stage::Outcome,
                 source,
-            },
-        }),
+            }),
+        },
+    }
+}
+
+/// Why a write of the data phase did not complete.
+enum Interrupted {
+    /// The stream failed.
+    Broken(io::Error),
+    /// The receiver spoke first.
+    Heard(Result<Message, ReadError>),
+}
+
+/// Runs a write on the stream unless the receiver's answer comes first.
+async fn or_hear<F>(
+    write: impl Future<Output = io::Result<()>>,
+    reply: Pin<&mut F>,
+) -> Result<(), Interrupted>
+where
+    F: Future<Output = Result<Message, ReadError>>,
+{
+    tokio::select! {
+        biased;
+        message = reply => Err(Interrupted::Heard(message)),
+        written = write => written.map_err(Interrupted::Broken),
     }
 }
 
