@@ -3,9 +3,9 @@
 //!
 //! A name is one or more components separated by `/`. Every component must
 //! be a plain file name: not empty, not `.` or `..`, no `\`, no NUL or other
-//! control character, at most [`MAX_COMPONENT_LEN`] bytes. The name must not
-//! start with `/` and must not end in [`PART_SUFFIX`], which the receiver
-//! keeps for its partial files. A [`TransferName`] can only be built through
+//! control character, at most [`MAX_COMPONENT_LEN`] bytes, and not ending in
+//! [`PART_SUFFIX`], which the receiver keeps for its partial files. The name
+//! must not start with `/`. A [`TransferName`] can only be built through
 //! these checks, so a receiver holding one can join it onto its directory
 //! without looking at it again.
 
@@ -18,8 +18,9 @@ pub(crate) const MAX_NAME_LEN: usize = 0x0400;
 /// The longest component in bytes: the usual `NAME_MAX` of Unix file systems.
 pub(crate) const MAX_COMPONENT_LEN: usize = 0xFF;
 
-/// The suffix of the receiver's partial files, which no transfer name may
-/// end in, so that a transfer can never land on another's partial file.
+/// The suffix of the receiver's partial files, which no component of a
+/// transfer name may end in, so that a transfer can never land on, or make a
+/// directory of, another's partial file.
 pub(crate) const PART_SUFFIX: &str = ".ltx-part";
 
 /// A name that is safe to create under the receiver's directory.
@@ -62,8 +63,8 @@ pub(crate) enum NameError {
         /// Its length in bytes.
         len: usize,
     },
-    /// The name ends in [`PART_SUFFIX`].
-    #[error("the name ends in {PART_SUFFIX}, which is kept for partial files")]
+    /// A component ends in [`PART_SUFFIX`].
+    #[error("a component of the name ends in {PART_SUFFIX}, which is kept for partial files")]
     Reserved,
 }
 
@@ -104,11 +105,9 @@ impl TransferName {
                 c if c.len() > MAX_COMPONENT_LEN => {
                     return Err(NameError::ComponentTooLong { len: c.len() })
                 }
+                c if c.ends_with(PART_SUFFIX) => return Err(NameError::Reserved),
                 _ => {}
             }
-        }
-        if name.ends_with(PART_SUFFIX) {
-            return Err(NameError::Reserved);
         }
         Ok(Self(name.to_owned()))
     }
@@ -181,6 +180,7 @@ mod tests {
             ),
             (".x.0123456789abcdef.ltx-part", NameError::Reserved),
             ("d/x.ltx-part", NameError::Reserved),
+            (".x.0123456789abcdef.ltx-part/y", NameError::Reserved),
         ];
         for (name, expected) in cases {
             assert_eq!(

@@ -11,12 +11,12 @@
 //!
 //! | tag  | frame   | direction | body |
 //! |------|---------|-----------|------|
-//! | 0x01 | OFFER   | → receiver | name length u16 (1..=0x0400), name (UTF-8), size u64, BLAKE3 [32] |
-//! | 0x02 | ACCEPT  | → sender   | resume offset u64, BLAKE3 of the receiver's first `offset` bytes [32] |
+//! | 0x01 | OFFER   | → receiver | name length u16 (1..=0x0400), name (UTF-8), size u64, BLAKE3 (32 bytes) |
+//! | 0x02 | ACCEPT  | → sender   | resume offset u64, BLAKE3 of the receiver's first `offset` bytes (32 bytes) |
 //! | 0x03 | PRESENT | → sender   | empty: the receiver already holds this exact file |
 //! | 0x04 | REFUSE  | → sender   | reason u8, text |
 //! | 0x05 | START   | → receiver | offset u64 the data starts at: the offered one or 0 |
-//! | 0x06 | OUTCOME | → sender   | status u8: 0x00 stored; 0x01 hash mismatch + BLAKE3 [32] of what arrived; 0x02 failed + text |
+//! | 0x06 | OUTCOME | → sender   | status u8: 0x00 stored; 0x01 hash mismatch + BLAKE3 of what arrived (32 bytes); 0x02 failed + text |
 //!
 //! A text is a length u16 (at most 0x0400) and that many bytes of UTF-8.
 //! After START come exactly `size - offset` bytes of file data, unframed: the
