@@ -5,7 +5,14 @@
 //! final file only once all of it has arrived, hashed right, and been synced.
 //! A partial file outlives a broken connection, so that the same offer (same
 //! name, same hash) resumes from it; an offer of other content has another
-//! hash and so another partial file, and never reads this one.
+//! hash and so another partial file, and never reads this one. Such stale
+//! partial files are left for the user to delete: the receiver cannot tell
+//! one that will never be resumed from one whose sender is about to retry.
+//!
+//! The checks on the way to the file (no link among the directories, none at
+//! the partial file's name) are made by path. They keep a sender inside the
+//! receiver's directory; they do not stop a local user who can write into
+//! that directory and swaps a directory for a link during a transfer.
 
 use std::io::{self, SeekFrom};
 use std::path::{Path, PathBuf};
