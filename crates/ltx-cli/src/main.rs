@@ -5,15 +5,16 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
-// Driven by `ltx send` and `ltx recv` once they exist; until then only the
-// tests use it.
-#[allow(dead_code, unused_imports)]
+mod exit;
 mod files;
+mod live;
+mod recv;
+mod send;
 mod sim;
 
 /// ltx: a loss-tolerant reliable transport.
 #[derive(Debug, Parser)]
-#[command(name = "ltx", version, about)]
+#[command(name = "ltx", version, about, after_help = exit::EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -24,6 +25,10 @@ enum Command {
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Receive files from `ltx send`.
+    Recv(recv::RecvArgs),
+    /// Send files to `ltx recv` (resumes a partial file from an earlier run).
+    Send(send::SendArgs),
     /// Run the deterministic simulator.
     #[command(subcommand)]
     Sim(sim::SimCommand),
@@ -33,13 +38,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(command) => bench::run(command),
+        Command::Recv(args) => recv::run(&args),
+        Command::Send(args) => send::run(&args),
         Command::Sim(command) => sim::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            exit::Failure::of(&e).code()
         }
     }
 }

@@ -68,7 +68,7 @@ pub(crate) enum TransferError {
         message: Text,
     },
     /// A local file operation failed.
-    #[error("cannot {action} {}: {source}", path.display())]
+    #[error("cannot {action} {}", path.display())]
     LocalIo {
         /// What was being done, as a verb ("open", "write").
         action: &'static str,

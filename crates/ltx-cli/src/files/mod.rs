@@ -35,12 +35,14 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use error::{Stage, TransferError};
-pub(crate) use name::{NameError, TransferName};
-pub(crate) use plan::{plan_transfers, Plan, PlanError, PlannedFile, SkipReason};
-pub(crate) use progress::{Phase, Progress};
+#[cfg(test)]
+pub(crate) use error::Stage;
+pub(crate) use error::TransferError;
+pub(crate) use plan::{plan_transfers, PlannedFile};
+pub(crate) use progress::Phase;
 pub(crate) use receiver::{receive_file, ReceiveOptions, Received};
 pub(crate) use sender::{send_file, Sent};
+#[cfg(test)]
 pub(crate) use wire::RefuseReason;
 
 /// The size of the reads and writes of file data, and of the hashing reads.

@@ -37,6 +37,15 @@ pub(crate) enum SkipReason {
     Special,
 }
 
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SkipReason::Symlink => "a symbolic link (not followed)",
+            SkipReason::Special => "not a regular file",
+        })
+    }
+}
+
 /// The files to send, in order, and what was left out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Plan {
@@ -50,7 +59,7 @@ pub(crate) struct Plan {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum PlanError {
     /// A path could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("cannot read {}", path.display())]
     Io {
         /// The path.
         path: PathBuf,

@@ -81,6 +81,7 @@ impl Text {
     }
 
     /// The text.
+    #[cfg(test)]
     pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
