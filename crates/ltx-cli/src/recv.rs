@@ -73,10 +73,7 @@ async fn serve(args: &RecvArgs) -> anyhow::Result<()> {
             endpoint.local_addr()
         );
     }
-    let mut options = ReceiveOptions::default();
-    options.force = args.force;
-    options.max_file_bytes = args.max_file_size;
-    let options = Arc::new(options);
+    let options = Arc::new(ReceiveOptions::new(args.force, args.max_file_size));
     let mut connections = JoinSet::new();
     loop {
         let connection = tokio::select! {

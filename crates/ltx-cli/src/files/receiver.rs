@@ -45,6 +45,19 @@ pub(crate) struct ReceiveOptions {
     pub(crate) disk_full_after: Option<u64>,
 }
 
+impl ReceiveOptions {
+    /// Options for a receiver: whether to replace existing files, and the
+    /// largest file it takes.
+    pub(crate) fn new(force: bool, max_file_bytes: Option<u64>) -> Self {
+        Self {
+            force,
+            max_file_bytes,
+            #[cfg(test)]
+            disk_full_after: None,
+        }
+    }
+}
+
 /// A file this side holds at the end of a transfer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Received {
