@@ -66,13 +66,13 @@ async fn serve(args: &RecvArgs) -> anyhow::Result<()> {
     } else {
         MultiProgress::new()
     };
-    if !args.json {
-        eprintln!(
-            "receiving into {} on {} (UDP)",
-            args.dir.display(),
-            endpoint.local_addr()
-        );
-    }
+    // On stderr even with --json, so that a script that asked for port 0
+    // learns the port.
+    eprintln!(
+        "receiving into {} on {} (UDP)",
+        args.dir.display(),
+        endpoint.local_addr()
+    );
     let options = Arc::new(ReceiveOptions::new(args.force, args.max_file_size));
     let mut connections = JoinSet::new();
     loop {

@@ -10,9 +10,9 @@ use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use tokio::io::{duplex, split, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
 
-use super::wire::{self, Hash, Message, Offer, Outcome, ProtocolError, ReadError};
 use super::name::TransferName;
 use super::progress::Progress;
+use super::wire::{self, Hash, Message, Offer, Outcome, ProtocolError, ReadError};
 use super::*;
 
 /// Small enough that the sender often waits for the receiver, as over a

@@ -1,0 +1,258 @@
+//! `ltx send` and `ltx recv` end to end on loopback, as processes: what a
+//! user sees, exit codes included.
+//!
+//! Every wait is bounded; no test asserts a duration.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn ltx() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ltx"))
+}
+
+/// A receiver on a free loopback port, and that port's address.
+fn start_receiver(dir: &Path, extra: &[&str]) -> (Child, String) {
+    let mut child = ltx()
+        .args([
+            "recv",
+            "--listen",
+            "127.0.0.1:0",
+            "--once",
+            "--json",
+            "--dir",
+        ])
+        .arg(dir)
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting ltx recv");
+    let stderr = child.stderr.take().expect("piped");
+    let mut stderr = BufReader::new(stderr);
+    let mut line = String::new();
+    stderr
+        .read_line(&mut line)
+        .expect("the receiver's first line");
+    // Keep reading, so that the receiver's later messages do not meet a
+    // closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let addr = line
+        .split(" on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    (child, addr)
+}
+
+/// Waits for a child, killing it if it outlives `bound`.
+fn finish(mut child: Child, bound: Duration) -> Output {
+    let deadline = Instant::now() + bound;
+    while child.try_wait().expect("polling a child").is_none() {
+        if Instant::now() > deadline {
+            child.kill().expect("killing a hung child");
+            panic!("a child outlived {bound:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("the child's output")
+}
+
+fn send(files: &[&Path], addr: &str, extra: &[&str]) -> Output {
+    let child = ltx()
+        .arg("send")
+        .args(files)
+        .arg(addr)
+        .arg("--json")
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting ltx send");
+    finish(child, Duration::from_secs(120))
+}
+
+fn json(output: &Output) -> Value {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON object ({e}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[test]
+fn a_directory_arrives_whole_with_empty_and_nested_files() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let tree = tmp.path().join("photos");
+    std::fs::create_dir_all(tree.join("day2")).expect("mkdir");
+    std::fs::write(tree.join("a.raw"), random_bytes(3_000_000, 1)).expect("write");
+    std::fs::write(tree.join("day2/b.raw"), random_bytes(70_001, 2)).expect("write");
+    std::fs::write(tree.join("empty"), b"").expect("write");
+    let out = tmp.path().join("out");
+    let (receiver, addr) = start_receiver(&out, &[]);
+    let sent = send(&[&tree], &addr, &["-r"]);
+    assert!(sent.status.success(), "{sent:?}");
+    let received = finish(receiver, Duration::from_secs(60));
+    assert!(received.status.success(), "{received:?}");
+    for name in ["a.raw", "day2/b.raw", "empty"] {
+        let original = std::fs::read(tree.join(name)).expect("read the original");
+        let copy = std::fs::read(out.join("photos").join(name)).expect("read the copy");
+        assert!(original == copy, "{name} differs");
+    }
+    let summary = json(&sent);
+    assert_eq!(summary["bytes"], 3_070_001);
+    assert_eq!(summary["files"].as_array().map(Vec::len), Some(3));
+    let overhead = summary["overhead"].as_f64().expect("overhead");
+    assert!((1.0..1.2).contains(&overhead), "overhead {overhead}");
+    assert_eq!(json(&received)["files"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn a_receiver_that_does_not_answer_is_reported_with_the_time_waited() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let file = tmp.path().join("f");
+    std::fs::write(&file, b"data").expect("write");
+    let addr = silent.local_addr().expect("address").to_string();
+    let sent = send(&[&file], &addr, &["--timeout", "1s"]);
+    assert_eq!(sent.status.code(), Some(3), "{sent:?}");
+    let stderr = String::from_utf8_lossy(&sent.stderr);
+    assert!(
+        stderr.contains("did not answer") && stderr.contains("waited"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_existing_file_is_kept_unless_forced() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let out = tmp.path().join("out");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    std::fs::write(out.join("report.pdf"), b"the receiver's own").expect("write");
+    let file = tmp.path().join("report.pdf");
+    std::fs::write(&file, random_bytes(10_000, 3)).expect("write");
+
+    let (receiver, addr) = start_receiver(&out, &[]);
+    let sent = send(&[&file], &addr, &[]);
+    assert_eq!(sent.status.code(), Some(4), "{sent:?}");
+    assert!(String::from_utf8_lossy(&sent.stderr).contains("--force"));
+    let _ = finish(receiver, Duration::from_secs(60));
+    assert_eq!(
+        std::fs::read(out.join("report.pdf")).expect("read"),
+        b"the receiver's own"
+    );
+
+    let (receiver, addr) = start_receiver(&out, &["--force"]);
+    let sent = send(&[&file], &addr, &[]);
+    assert!(sent.status.success(), "{sent:?}");
+    assert!(finish(receiver, Duration::from_secs(60)).status.success());
+    assert_eq!(
+        std::fs::read(out.join("report.pdf")).expect("read"),
+        std::fs::read(&file).expect("read")
+    );
+}
+
+#[test]
+fn a_file_larger_than_the_receiver_allows_is_refused_before_any_data() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let out = tmp.path().join("out");
+    let file = tmp.path().join("big.bin");
+    std::fs::write(&file, random_bytes(2_000_000, 4)).expect("write");
+    let (receiver, addr) = start_receiver(&out, &["--max-file-size", "1MB"]);
+    let sent = send(&[&file], &addr, &[]);
+    assert_eq!(sent.status.code(), Some(4), "{sent:?}");
+    let stderr = String::from_utf8_lossy(&sent.stderr);
+    assert!(stderr.contains("not enough space"), "{stderr}");
+    let _ = finish(receiver, Duration::from_secs(60));
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .expect("the receiver's directory")
+        .collect();
+    assert!(left.is_empty(), "the receiver left {left:?}");
+}
+
+#[test]
+fn a_sender_killed_mid_transfer_leaves_no_file_and_a_rerun_resumes() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let out = tmp.path().join("out");
+    let file = tmp.path().join("disk.img");
+    let data = random_bytes(200_000_000, 5);
+    std::fs::write(&file, &data).expect("write");
+
+    let (receiver, addr) = start_receiver(&out, &["--timeout", "2s"]);
+    let mut sender = ltx()
+        .arg("send")
+        .arg(&file)
+        .arg(&addr)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting ltx send");
+    // Kill the sender once the receiver holds part of the file.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let partial = loop {
+        let part = std::fs::read_dir(&out).ok().and_then(|entries| {
+            entries
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().ends_with(".ltx-part"))
+        });
+        if let Some(part) = part {
+            let len = part.metadata().map_or(0, |m| m.len());
+            if len >= 10_000_000 {
+                break part.path();
+            }
+        }
+        assert!(Instant::now() < deadline, "no partial file appeared");
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    sender.kill().expect("killing the sender");
+    let _ = sender.wait();
+    let received = finish(receiver, Duration::from_secs(60));
+    assert_eq!(
+        received.status.code(),
+        Some(5),
+        "the receiver reports the silent sender: {received:?}"
+    );
+    assert!(
+        !out.join("disk.img").exists(),
+        "a partial file appeared under the final name"
+    );
+    assert!(
+        partial.exists(),
+        "the partial file was not kept for a resume"
+    );
+
+    let (receiver, addr) = start_receiver(&out, &[]);
+    let sent = send(&[&file], &addr, &[]);
+    assert!(sent.status.success(), "{sent:?}");
+    assert!(finish(receiver, Duration::from_secs(60)).status.success());
+    let summary = json(&sent);
+    let resumed = summary["files"][0]["resumed_from"]
+        .as_u64()
+        .expect("resumed_from");
+    assert!(resumed >= 10_000_000, "resumed from {resumed}");
+    assert_eq!(
+        summary["bytes"].as_u64(),
+        Some(200_000_000 - resumed),
+        "only the rest was sent"
+    );
+    assert!(std::fs::read(out.join("disk.img")).expect("read") == data);
+    assert!(!partial.exists(), "the partial file outlived the transfer");
+}
