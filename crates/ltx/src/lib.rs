@@ -1,1 +1,3 @@
 //! ltx over UDP with tokio.
+
+pub mod shim;
