@@ -21,11 +21,12 @@
 //! 50 Mbit/s is four and a half full-size packets, so releases would come in
 //! bursts and up to a millisecond late. The thread instead waits in
 //! `ppoll(2)` on both sockets with a timeout in nanoseconds until the next
-//! arrival, with its timer slack lowered to a microsecond on Linux. It does
-//! not spin: an idle relay sleeps until a datagram comes, and a busy one
-//! wakes once per release or per batch of arrivals. On other Unix systems
-//! `poll(2)` rounds the timeout up to a millisecond, so releases there can be
-//! up to a millisecond late.
+//! arrival. On Linux it lowers its timer slack to a microsecond and its
+//! scheduler slice to 100 µs, so that its wake-ups are neither coalesced nor
+//! queued behind busy threads. It does not spin: an idle relay sleeps until
+//! a datagram comes, and a busy one wakes once per release or per batch of
+//! arrivals. On other Unix systems `poll(2)` rounds the timeout up to a
+//! millisecond, so releases there can be up to a millisecond late.
 //!
 //! How late each datagram left, after the time its link scheduled, is kept
 //! in [`RelayStats::lateness`].
@@ -61,6 +62,7 @@
 #![cfg(unix)]
 
 mod relay;
+mod wakeup;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};

@@ -25,12 +25,6 @@ const READ_BUFFER: usize = 1 << 16;
 /// flood on one socket cannot hold back datagrams that are due.
 const READS_PER_WAKE: usize = 4;
 
-/// The relay's timer slack on Linux: how late the kernel may end a wait
-/// to save wake-ups. Its default, 50 µs, would be a quarter of a packet's
-/// serialization at 50 Mbit/s.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const TIMER_SLACK_NS: u64 = 1_000;
-
 /// What the relay thread and the handle share: the links and the counters.
 pub(super) struct Shared {
     pub(super) forward: Direction,
@@ -76,12 +70,7 @@ pub(super) struct Relay {
 impl Relay {
     /// Runs until told to stop, or until a socket fails for good.
     pub(super) fn run(mut self) -> io::Result<()> {
-        #[cfg(any(target_os = "linux", target_os = "android"))]
-        if let Err(error) =
-            rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(TIMER_SLACK_NS))
-        {
-            tracing::debug!(%error, "cannot lower the relay's timer slack");
-        }
+        super::wakeup::prefer_prompt_wakeups();
         let mut buffer = vec![0u8; BATCH * READ_BUFFER];
         let result = self.relay(&mut buffer);
         if let Err(error) = &result {
@@ -222,6 +211,11 @@ impl Relay {
                     direction.relay.received += 1;
                     direction.link.enqueue(now, datagram);
                 }
+            }
+            // A short batch emptied the socket: another read would only
+            // cost a system call to learn so.
+            if count < BATCH {
+                break;
             }
         }
         Ok(())
