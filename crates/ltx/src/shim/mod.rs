@@ -90,12 +90,12 @@ const SOCKET_BUFFER: usize = 4 << 20;
 pub enum ShimError {
     /// The forward (client to server) link configuration is invalid.
     #[error("forward link: {0}")]
-    Forward(#[source] LinkConfigError),
+    Forward(LinkConfigError),
     /// The reverse (server to client) link configuration is invalid.
     #[error("reverse link: {0}")]
-    Reverse(#[source] LinkConfigError),
+    Reverse(LinkConfigError),
     /// A socket or the relay thread could not be set up.
-    #[error("cannot set up the relay: {0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
 }
 
@@ -326,12 +326,13 @@ impl ImpairedPath {
         self.stop.store(true, Ordering::Release);
         // The relay reads the flag whenever it wakes; this makes it wake now
         // rather than at its next datagram or release. Should the send fail,
-        // the socket pair is closed by dropping it, which wakes it too.
+        // shutting the pair down makes the relay's end readable all the same.
         if self.wake.send(&[0]).is_err() {
             let _ = self.wake.shutdown(std::net::Shutdown::Both);
         }
         thread.join()
     }
+
     fn lock(&self) -> MutexGuard<'_, Shared> {
         // The relay holds the lock only between system calls; if it
         // panicked, the counters it left are still the best there are.
