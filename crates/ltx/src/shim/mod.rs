@@ -29,7 +29,23 @@
 //! millisecond, so releases there can be up to a millisecond late.
 //!
 //! How late each datagram left, after the time its link scheduled, is kept
-//! in [`RelayStats::lateness`].
+//! in [`RelayStats::lateness`]. Lateness does not accumulate: release
+//! times come from the model, so a saturated link delivers its configured
+//! rate. Measured on a 2-core Linux VM with 45 Mbit/s offered to a
+//! 50 Mbit/s link with 300 ms of delay (`cargo run --release -p ltx
+//! --example shim_precision` measures a machine):
+//!
+//! | machine            | mean lateness | median   | 99th percentile |
+//! |--------------------|---------------|----------|-----------------|
+//! | otherwise idle     | 40–80 µs      | 30–50 µs | 0.1–0.8 ms      |
+//! | both cores busy    | 0.4–1.6 ms    | 45–55 µs | 3–30 ms         |
+//!
+//! With the machine idle, the receiving thread got each datagram 0.1–0.2 ms
+//! after the model's time on average, and 60 Mbit/s offered came out at
+//! 50 Mbit/s within 0.1 %. The relay thread used about a quarter of one
+//! core (some 60 µs per datagram), mostly in the kernel: delivering each
+//! datagram on loopback, which wakes its receiver, and waking itself.
+//! An idle relay used none.
 //!
 //! # ECN
 //!
