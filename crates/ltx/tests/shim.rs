@@ -408,6 +408,47 @@ fn an_outage_drops_what_is_offered_during_it_and_nothing_after() {
 }
 
 #[test]
+fn a_segmented_send_is_relayed_as_its_datagrams() {
+    let seed = 14;
+    let server = socket(WAIT);
+    let path = ImpairedPath::start(
+        server.local_addr().unwrap(),
+        LinkConfig::default(),
+        LinkConfig::default(),
+        seed,
+    )
+    .unwrap();
+    let client = EcnSocket::bind();
+    if client.state.max_gso_segments() < 3 {
+        // Nothing to test: the client cannot send segmented.
+        eprintln!("no UDP segmentation offload here; test skipped");
+        return;
+    }
+    // One send of three 100-byte datagrams and a short last one, which the
+    // relay's socket may receive as one buffer (GRO) and must split.
+    let contents: Vec<u8> = (0..4u32).flat_map(|i| numbered(i, 100)).take(340).collect();
+    let transmit = Transmit {
+        destination: path.client_facing_addr(),
+        ecn: None,
+        contents: &contents,
+        segment_size: Some(100),
+        src_ip: None,
+    };
+    client
+        .state
+        .try_send((&client.socket).into(), &transmit)
+        .unwrap();
+    let mut buf = [0; 1 << 16];
+    for (i, len) in [(0, 100), (1, 100), (2, 100), (3, 40)] {
+        let got = server.recv(&mut buf).unwrap();
+        assert_eq!(got, len, "seed {seed}: datagram {i}");
+        assert_eq!(index_of(&buf[..got]), i, "seed {seed}");
+    }
+    assert_eq!(path.stats().0.offered, 4, "seed {seed}");
+    path.shutdown().unwrap();
+}
+
+#[test]
 fn ecn_codepoints_cross_the_relay_both_ways() {
     let seed = 7;
     let server = EcnSocket::bind();
