@@ -5,9 +5,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod demo;
 mod exit;
 mod files;
 mod live;
+mod realtime;
 mod recv;
 mod send;
 mod sim;
@@ -25,6 +27,9 @@ enum Command {
     /// Run a benchmark.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Transfer a generated payload over an emulated lossy long-delay path
+    /// on loopback (no root, no configuration) and show how it went.
+    Demo(demo::DemoArgs),
     /// Receive files from `ltx send`.
     Recv(recv::RecvArgs),
     /// Send files to `ltx recv` (resumes a partial file from an earlier run).
@@ -38,6 +43,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(command) => bench::run(command),
+        Command::Demo(args) => demo::run(&args),
         Command::Recv(args) => recv::run(&args),
         Command::Send(args) => send::run(&args),
         Command::Sim(command) => sim::run(command),

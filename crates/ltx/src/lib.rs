@@ -7,10 +7,15 @@
 //! and the timers, and turns the protocol's streams into tokio
 //! [`AsyncRead`](tokio::io::AsyncRead) / [`AsyncWrite`](tokio::io::AsyncWrite)
 //! halves. See [`Endpoint`] for a complete example.
+//!
+//! [`shim`] gives lossy, long-delay paths on loopback without root: a UDP
+//! relay that runs the simulator's link model in real time.
 
 mod connection;
 mod endpoint;
 mod error;
+#[cfg(unix)]
+pub mod shim;
 mod socket;
 
 pub use connection::{Connection, RecvStream, SendStream};

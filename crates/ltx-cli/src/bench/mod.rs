@@ -3,6 +3,7 @@
 use clap::Subcommand;
 
 mod coding;
+mod fidelity;
 mod loopback;
 mod measure;
 
@@ -12,6 +13,9 @@ pub(crate) enum BenchCommand {
     /// GF(2^8) region kernels, encoder and decoder throughput, beside plain
     /// XOR and reed-solomon-erasure on the same buffers.
     Coding(coding::CodingArgs),
+    /// One transfer simulated and run for real through the shim on
+    /// loopback: do their completion times agree?
+    Fidelity(fidelity::FidelityArgs),
     /// One connection over 127.0.0.1, no impairment: throughput and CPU per
     /// gigabyte of each transport, beside quinn and the kernel's TCP.
     Loopback(loopback::LoopbackArgs),
@@ -21,6 +25,7 @@ pub(crate) enum BenchCommand {
 pub(crate) fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Coding(args) => coding::run(&args),
+        BenchCommand::Fidelity(args) => fidelity::run(&args),
         BenchCommand::Loopback(args) => loopback::run(&args),
     }
 }

@@ -1,0 +1,173 @@
+//! `ltx demo`: a transfer over an emulated GEO satellite path with
+//! interference, in one process, with no root and no configuration.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use ltx::ConnectionStats;
+use ltx_sim::scenario::Scenario;
+use ltx_sim::units::{parse_duration, parse_fraction, parse_rate, parse_size};
+use serde_json::json;
+
+use crate::live::{describe, human_bytes, round};
+use crate::realtime::{self, Progress, RealtimeResult, Silent};
+
+/// The path and payload of `ltx demo`.
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Bottleneck rate (e.g. 50mbit).
+    #[arg(long, default_value = "50mbit", value_parser = parse_rate)]
+    rate: u64,
+    /// Round-trip propagation delay (e.g. 600ms).
+    #[arg(long, default_value = "600ms", value_parser = parse_duration)]
+    rtt: Duration,
+    /// Mean random loss on the data direction (e.g. 10% or 0.1).
+    #[arg(long, default_value = "10%", value_parser = parse_fraction)]
+    loss: f64,
+    /// Mean loss burst in packets (Gilbert–Elliott); 1 is uncorrelated.
+    #[arg(long, default_value_t = 2.0)]
+    burst: f64,
+    /// Bytes to transfer (e.g. 20MB).
+    #[arg(long, default_value = "20MB", value_parser = parse_size)]
+    size: u64,
+    /// The seed of the payload and of the path's randomness.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object instead of the progress bar and summary.
+    #[arg(long)]
+    json: bool,
+}
+
+impl DemoArgs {
+    /// The scenario the demo runs, checked.
+    fn scenario(&self) -> anyhow::Result<Scenario> {
+        if !self.burst.is_finite() || self.burst < 1.0 {
+            bail!(
+                "--burst {}: the mean burst length must be at least 1 packet",
+                self.burst
+            );
+        }
+        if self.loss >= 1.0 {
+            bail!("--loss must be below 100%: nothing crosses a path that loses everything");
+        }
+        if self.size == 0 {
+            bail!("--size must be at least 1 byte");
+        }
+        if self.size > 4 << 30 {
+            bail!("--size is at most 4GB: the demo holds its payload in memory");
+        }
+        Ok(Scenario {
+            rate_bps: self.rate,
+            rtt: self.rtt,
+            loss: self.loss,
+            burst: self.burst,
+            size: self.size,
+            seed: self.seed,
+            ..Scenario::default()
+        })
+    }
+}
+
+/// A progress bar with the sender's live estimates.
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn update(&self, received: u64, sender: &ConnectionStats) {
+        self.0.set_position(received);
+        self.0.set_message(describe(sender));
+    }
+}
+
+/// Runs `ltx demo`.
+pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
+    let scenario = args.scenario()?;
+    let mut bar = None;
+    let progress: Arc<dyn Progress> = if args.json {
+        Arc::new(Silent)
+    } else {
+        println!(
+            "ltx demo: {} over an emulated path of {} Mbit/s, {} ms round trip, {:.1} % loss in bursts of {} \
+             (a GEO satellite link with interference, by default), on loopback",
+            human_bytes(scenario.size),
+            scenario.rate_bps as f64 / 1e6,
+            scenario.rtt.as_millis(),
+            scenario.loss * 100.0,
+            scenario.burst
+        );
+        let bar_widget = ProgressBar::new(scenario.size).with_style(
+            ProgressStyle::with_template(
+                "{bar:32} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} · {msg}",
+            )
+            .expect("a valid template"),
+        );
+        Arc::new(Bar(bar.insert(bar_widget).clone()))
+    };
+    let result = realtime::run(&scenario, progress);
+    if let Some(bar) = bar {
+        bar.finish();
+    }
+    let result = result?;
+    if args.json {
+        println!("{}", result_json(&scenario, &result));
+    } else {
+        print_summary(&scenario, &result);
+    }
+    if !result.verified {
+        bail!("the received bytes differ from the sent ones");
+    }
+    Ok(())
+}
+
+fn result_json(scenario: &Scenario, result: &RealtimeResult) -> serde_json::Value {
+    json!({
+        "completion_s": round(result.completion_s, 4),
+        "ideal_s": round(result.ideal_s, 4),
+        "ratio": round(result.ratio(), 4),
+        "goodput_bps": result.goodput_bps().round(),
+        "efficiency": round(result.efficiency(scenario), 4),
+        "overhead": round(result.overhead(), 4),
+        "redundancy": round(result.redundancy(), 4),
+        "loss_seen": round(result.medium_loss(), 5),
+        "loss_estimate": round(result.sender.loss_rate, 5),
+        "symbols_repaired": result.sender.symbols_repaired,
+        "bytes": result.bytes,
+        "verified": result.verified,
+        "seed": scenario.seed,
+    })
+}
+
+fn print_summary(scenario: &Scenario, result: &RealtimeResult) {
+    let capacity = scenario.rate_bps as f64 * (1.0 - scenario.loss);
+    println!(
+        "{} in {:.2} s: goodput {:.1} Mbit/s, {:.0} % of the path's erasure-channel capacity \
+         ({:.1} Mbit/s = {:.0} Mbit/s × (1 − {:.1} % loss))",
+        if result.verified {
+            "delivered and verified (BLAKE3)"
+        } else {
+            "DELIVERED WRONG BYTES"
+        },
+        result.completion_s,
+        result.goodput_bps() / 1e6,
+        result.efficiency(scenario) * 100.0,
+        capacity / 1e6,
+        scenario.rate_bps as f64 / 1e6,
+        scenario.loss * 100.0,
+    );
+    println!(
+        "ideal time T* {:.2} s (handshake, the bytes at capacity, the last byte's way): T/T* = {:.2}",
+        result.ideal_s,
+        result.ratio()
+    );
+    println!(
+        "the path lost {:.1} % of the data packets; ltx sent {:.1} % redundancy \
+         ({} repair symbols for {} source symbols), {:.3} bytes on the wire per byte delivered",
+        result.medium_loss() * 100.0,
+        result.redundancy() * 100.0,
+        result.sender.repair_symbols_sent,
+        result.sender.source_symbols_sent,
+        result.overhead()
+    );
+}
