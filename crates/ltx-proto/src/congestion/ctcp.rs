@@ -195,16 +195,31 @@ struct PairDispersion {
     samples: Vec<u64>,
 }
 
+/// The shortest time a pair sample spans: real endpoints read and answer
+/// datagrams in batches, which moves an ACK by up to a few hundred
+/// microseconds, so shorter spans measure the batching, not the path.
+const MIN_PAIR_GAP: Duration = Duration::from_millis(1);
+
 /// Pair samples that give a rate as soon as they are in.
-const EARLY_PAIR_SAMPLES: usize = 16;
+const EARLY_PAIR_SAMPLES: usize = 4;
 
 /// Samples a round needs before its median is trusted.
 const MIN_PAIR_SAMPLES: usize = 4;
 
 impl PairDispersion {
     fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64) {
+        let previous_at = self.previous.map(|p| p.at);
         match &mut self.current {
-            Some(group) if group.at == now => {
+            // ACKs at one instant are one group; so are ACKs until the group
+            // spans MIN_PAIR_GAP from the one before, so that a sample is
+            // never the jitter of a receiver or a sender that reads and
+            // acknowledges datagrams in batches.
+            Some(group)
+                if group.at == now
+                    || previous_at
+                        .is_some_and(|p| group.at.saturating_duration_since(p) < MIN_PAIR_GAP) =>
+            {
+                group.at = now;
                 group.bytes = group.bytes.saturating_add(bytes);
                 group.first_sent = group.first_sent.min(sent);
                 group.last_sent = group.last_sent.max(sent);
@@ -230,7 +245,7 @@ impl PairDispersion {
             let send_gap = group
                 .last_sent
                 .saturating_duration_since(previous.last_sent);
-            if !ack_gap.is_zero() && send_gap < ack_gap / 4 {
+            if ack_gap >= MIN_PAIR_GAP && send_gap < ack_gap / 4 {
                 let rate = u128::from(group.bytes) * 1_000_000_000 / ack_gap.as_nanos();
                 self.samples.push(u64::try_from(rate).unwrap_or(u64::MAX));
             }
@@ -384,7 +399,7 @@ impl Ctcp {
             return;
         };
         let span = train.last.saturating_duration_since(train.first).as_nanos();
-        if train.packets >= 4 && train.acks >= 2 && span > 0 {
+        if train.packets >= 4 && train.acks >= 2 && span >= MIN_PAIR_GAP.as_nanos() {
             let rate = u128::from(train.bytes_after_first) * 1_000_000_000 / span;
             let rate = u64::try_from(rate).unwrap_or(u64::MAX);
             self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
