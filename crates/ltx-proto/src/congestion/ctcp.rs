@@ -198,7 +198,7 @@ struct PairDispersion {
 /// The shortest time a pair sample spans: real endpoints read and answer
 /// datagrams in batches, which moves an ACK by up to a few hundred
 /// microseconds, so shorter spans measure the batching, not the path.
-const MIN_PAIR_GAP: Duration = Duration::from_millis(1);
+const MIN_PAIR_GAP: Duration = Duration::from_micros(500);
 
 /// Pair samples that give a rate as soon as they are in.
 const EARLY_PAIR_SAMPLES: usize = 4;
