@@ -171,7 +171,40 @@ struct Train {
     /// Bytes acknowledged or declared lost after the first ACK: dispersion
     /// counts the gaps, and a lost packet took its slot at the bottleneck.
     bytes_after_first: u64,
+    /// Of those, the bytes acknowledged: what certainly went through.
+    acked_after_first: u64,
 }
+
+impl Train {
+    /// `bytes` over the train's span, once it spans at least 4 packets, 2
+    /// of them acknowledged, and [`MIN_PAIR_GAP`].
+    fn rate_of(&self, bytes: u64) -> Option<u64> {
+        let span = self.last.saturating_duration_since(self.first).as_nanos();
+        if self.packets < 4 || self.acks < 2 || span < MIN_PAIR_GAP.as_nanos() {
+            return None;
+        }
+        let rate = u128::from(bytes) * 1_000_000_000 / span;
+        Some(u64::try_from(rate).unwrap_or(u64::MAX))
+    }
+
+    /// The bottleneck's rate as the train shows it: every slot it spans,
+    /// lost packets' included.
+    fn rate(&self) -> Option<u64> {
+        self.rate_of(self.bytes_after_first)
+    }
+
+    /// The rate of what was acknowledged alone: below the bottleneck's by
+    /// the loss rate, and never above it, however the ACKs bunch.
+    fn acked_rate(&self) -> Option<u64> {
+        self.rate_of(self.acked_after_first)
+    }
+}
+
+/// How far above a train's acknowledged rate a pair estimate may go: far
+/// enough for the loss a path may have (a train at 50 % loss acknowledges
+/// half the bottleneck's rate), not so far that bunched ACKs read as a
+/// path many times faster than it is.
+const PAIR_OVER_TRAIN: f64 = 2.0;
 
 /// ACKs that arrive at one instant, for packet-pair dispersion.
 #[derive(Debug, Clone, Copy)]
@@ -293,6 +326,8 @@ pub struct Ctcp {
     rtt_samples: u64,
     /// The largest delivery rate measured in start-up, bytes per second.
     max_rate: Option<u64>,
+    /// The acknowledged rate of the last ACK train that had one.
+    last_train_rate: Option<u64>,
     /// Packet-pair dispersion: the ACK group being gathered (all ACKs at one
     /// instant) and the one before it.
     pairs: PairDispersion,
@@ -327,6 +362,7 @@ impl Ctcp {
             recent_rtts: [Duration::ZERO; QUEUE_SAMPLES],
             rtt_samples: 0,
             max_rate,
+            last_train_rate: None,
             pairs: PairDispersion::default(),
             acked_towards_increase: 0,
             loss_epoch: None,
@@ -398,20 +434,38 @@ impl Ctcp {
         let Some(train) = self.train.take() else {
             return;
         };
-        let span = train.last.saturating_duration_since(train.first).as_nanos();
-        if train.packets >= 4 && train.acks >= 2 && span >= MIN_PAIR_GAP.as_nanos() {
-            let rate = u128::from(train.bytes_after_first) * 1_000_000_000 / span;
-            let rate = u64::try_from(rate).unwrap_or(u64::MAX);
+        if let Some(acked) = train.acked_rate() {
+            self.last_train_rate = Some(acked);
+        }
+        if let Some(rate) = train.rate() {
             self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
         }
     }
 
+    /// Takes a packet-pair estimate, capped by the rate of the current (or
+    /// last) train: pairs see the bottleneck sooner, but a host that reads
+    /// and acknowledges in batches can bunch ACKs, and a pair median then
+    /// reads a multiple of the path's rate, while a train's rate spans the
+    /// whole flight and shrugs the bunching off.
+    fn take_pair_rate(&mut self, rate: u64) {
+        let train = self
+            .train
+            .as_ref()
+            .and_then(Train::acked_rate)
+            .or(self.last_train_rate);
+        let rate = match train {
+            Some(train) => rate.min((train as f64 * PAIR_OVER_TRAIN) as u64),
+            None => rate,
+        };
+        self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+    }
+
     /// Ends a start-up round: the window is at least the measured BDP.
     fn end_round(&mut self, rtt: &RttEstimator) {
-        self.close_train();
         if let Some(rate) = self.pairs.take_median() {
-            self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+            self.take_pair_rate(rate);
         }
+        self.close_train();
         if let Some(bdp) = self.bdp(rtt) {
             self.window = self.window.max(bdp);
         }
@@ -478,7 +532,7 @@ impl Controller for Ctcp {
         // them at once rather than a round trip later.
         if self.pairs.samples.len() >= EARLY_PAIR_SAMPLES {
             if let Some(rate) = self.pairs.take_median() {
-                self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+                self.take_pair_rate(rate);
                 if let Some(bdp) = self.bdp(rtt) {
                     self.window = self.window.max(bdp);
                 }
@@ -498,6 +552,7 @@ impl Controller for Ctcp {
                 train.acks = train.acks.saturating_add(1);
                 train.packets = train.packets.saturating_add(1);
                 train.bytes_after_first = train.bytes_after_first.saturating_add(bytes);
+                train.acked_after_first = train.acked_after_first.saturating_add(bytes);
             }
             None => {
                 self.train = Some(Train {
@@ -507,6 +562,7 @@ impl Controller for Ctcp {
                     acks: 1,
                     packets: 1,
                     bytes_after_first: 0,
+                    acked_after_first: 0,
                 })
             }
         }
