@@ -86,7 +86,7 @@ impl Progress for Silent {
 fn payload(size: u64, seed: u64) -> anyhow::Result<Vec<u8>> {
     let size = usize::try_from(size).context("the payload does not fit in memory")?;
     let mut bytes = vec![0; size];
-    SmallRng::seed_from_u64(seed ^ 0x7061_796c_6f61_64).fill_bytes(&mut bytes);
+    SmallRng::seed_from_u64(seed ^ 0x0070_6179_6c6f_6164).fill_bytes(&mut bytes);
     Ok(bytes)
 }
 
