@@ -202,9 +202,10 @@ impl Train {
 
 /// How far above a train's acknowledged rate a pair estimate may go: far
 /// enough for the loss a path may have (a train at 50 % loss acknowledges
-/// half the bottleneck's rate), not so far that bunched ACKs read as a
-/// path many times faster than it is.
-const PAIR_OVER_TRAIN: f64 = 2.0;
+/// half the bottleneck's rate, and a burst of loss at its start shortens
+/// it more), not so far that bunched ACKs read as a path many times faster
+/// than it is.
+const PAIR_OVER_TRAIN: f64 = 3.0;
 
 /// ACKs that arrive at one instant, for packet-pair dispersion.
 #[derive(Debug, Clone, Copy)]
