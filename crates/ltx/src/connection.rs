@@ -17,6 +17,37 @@ use crate::error::{ConnectionError, OpenStreamError};
 /// An established ltx connection. Clones are handles to the same
 /// connection; when the last handle (streams included) is dropped, the
 /// connection closes gracefully: what was written is still delivered.
+///
+/// ```
+/// use ltx::{Endpoint, EndpointConfig};
+/// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::server())?;
+/// let client = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::client())?;
+/// let connection = client.connect(server.local_addr()).await?;
+/// let incoming = server.accept().await.expect("the client's connection");
+///
+/// // Two streams at once, each with its own order.
+/// let (mut a, _) = connection.open_stream()?;
+/// let (mut b, _) = connection.open_stream()?;
+/// a.write_all(b"first").await?;
+/// b.write_all(b"second").await?;
+/// a.shutdown().await?;
+/// b.shutdown().await?;
+/// for _ in 0..2 {
+///     let (_, mut recv) = incoming.accept_stream().await?;
+///     let mut text = String::new();
+///     recv.read_to_string(&mut text).await?;
+///     assert!(text == "first" || text == "second");
+/// }
+/// let stats = connection.stats();
+/// assert!(stats.packets_sent > 0 && stats.rtt > std::time::Duration::ZERO);
+/// connection.close().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Connection {
     handle: Arc<ConnectionHandle>,
