@@ -89,7 +89,21 @@ impl RttEstimator {
     pub fn has_sample(&self) -> bool {
         self.has_sample
     }
+
+    /// How far above the minimum an RTT must be, beyond any proportional
+    /// test, before it is read as a queue rather than jitter: `cap` on long
+    /// paths, but at most a quarter of the minimum RTT (and at least
+    /// [`MIN_QUEUE_MARGIN`]), since on a short path a whole bandwidth-delay
+    /// product of queue adds only the minimum RTT, and a fixed margin of a
+    /// few milliseconds would hide it.
+    pub fn queue_margin(&self, cap: Duration) -> Duration {
+        cap.min((self.min / 4).max(MIN_QUEUE_MARGIN))
+    }
 }
+
+/// The smallest margin [`RttEstimator::queue_margin`] gives: host
+/// scheduling jitter on a short path.
+pub const MIN_QUEUE_MARGIN: Duration = Duration::from_micros(250);
 
 #[cfg(test)]
 mod tests {

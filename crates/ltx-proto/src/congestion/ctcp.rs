@@ -26,7 +26,8 @@
 //! `log2(BDP/IW)` doublings.
 //!
 //! Start-up ends on queueing delay (the smallest of the last 8 RTT samples is
-//! at least `RTTmin × 1.25 + 2 ms`: a queue, not a jittered sample), on an
+//! at least `RTTmin × 1.25 + 2 ms`, the 2 ms at most `RTTmin / 4` on short
+//! paths: a queue, not a jittered sample), on an
 //! ECN CE mark, or on a loss above the random-loss baseline; never on random
 //! loss. On exit `cwnd ← max(min window, max_rate × RTTmin)`, the
 //! bandwidth-delay product, so the overshoot of the last round is not kept
@@ -37,9 +38,9 @@
 //! Additive increase, `cwnd += max_datagram × acked / cwnd` (one datagram per
 //! window acknowledged). On loss, at most once per round trip (losses of
 //! packets sent before the last reduction are ignored), the Coded TCP rule
-//! `cwnd ← cwnd × RTTmin / RTT`, where RTT is the *smallest* sample of the
-//! packets sent since the last reduction (at least 8 of them): the queue that
-//! has stood all along. Random loss on an empty queue costs nothing, jitter
+//! `cwnd ← cwnd × RTTmin / RTT`, where RTT is the *smallest* sample, over
+//! the current round trip and the one before, of the packets sent since the
+//! last reduction (at least 8 of them): the queue that stands now. Random loss on an empty queue costs nothing, jitter
 //! is not mistaken for a queue (the latest sample often would be), and a
 //! standing queue that doubles the RTT halves the window. Random loss with a
 //! ratio above 0.9 (no standing queue) leaves the window alone. A loss above
@@ -134,7 +135,9 @@ impl CtcpConfig {
     }
 
     /// The queueing-delay test that ends start-up: a round's smallest RTT at
-    /// least `RTTmin × ratio + extra` (default 1.25 and 2 ms).
+    /// least `RTTmin × ratio + extra` (default 1.25 and 2 ms), where
+    /// `extra` shrinks to a quarter of RTTmin on short paths (see
+    /// [`RttEstimator::queue_margin`]).
     pub fn delay_exit(&mut self, ratio: f64, extra: Duration) -> &mut Self {
         self.delay_exit_ratio = finite_at_least(ratio, 1.0);
         self.delay_exit_extra = extra;
@@ -188,9 +191,14 @@ impl Train {
     }
 
     /// The bottleneck's rate as the train shows it: every slot it spans,
-    /// lost packets' included.
+    /// lost packets' included — but no more than [`TRAIN_OVER_ACKED`] times
+    /// the acknowledged rate: random loss takes a bounded share of a train,
+    /// while a queue that overflows drops without bound, and counting
+    /// those drops would read the sender's own rate as the path's.
     fn rate(&self) -> Option<u64> {
-        self.rate_of(self.bytes_after_first)
+        let counted = self.rate_of(self.bytes_after_first)?;
+        let acked = self.acked_rate()?;
+        Some(counted.min((acked as f64 * TRAIN_OVER_ACKED) as u64))
     }
 
     /// The rate of what was acknowledged alone: below the bottleneck's by
@@ -199,6 +207,21 @@ impl Train {
         self.rate_of(self.acked_after_first)
     }
 }
+
+/// How far above its acknowledged rate a train's rate may go: as far as the
+/// loss a path may have, at most half its packets in random loss, and a
+/// burst of loss at a train's end lengthens it no more.
+const TRAIN_OVER_ACKED: f64 = 3.0;
+
+/// Start-up rounds in a row whose measured rate grew by less than
+/// [`PLATEAU_GROWTH`] before start-up ends: the rate has been found, and a
+/// path whose queue is too shallow to show a delay (one bandwidth-delay
+/// product or less behind a flow that started late) stops growing the window
+/// on this instead.
+const PLATEAU_ROUNDS: u32 = 3;
+
+/// The growth of the measured rate that counts as still finding it.
+const PLATEAU_GROWTH: f64 = 1.25;
 
 /// How far above a train's acknowledged rate a pair estimate may go: far
 /// enough for the loss a path may have (a train at 50 % loss acknowledges
@@ -299,8 +322,8 @@ impl PairDispersion {
     }
 }
 
-/// RTT samples since the last reduction needed before their minimum is
-/// taken as the standing queue.
+/// RTT samples (since the last reduction, in the last two rounds) needed
+/// before their minimum is taken as the standing queue.
 const MIN_QUEUE_SAMPLES: u32 = 8;
 
 /// A ratio `RTTmin / RTT` above this is no standing queue: random loss then
@@ -309,6 +332,54 @@ const STANDING_QUEUE: f64 = 0.9;
 
 /// How many consecutive RTT samples must show a queue to end start-up.
 const QUEUE_SAMPLES: usize = 8;
+
+/// The queue that stands now: the smallest RTT sample of the current round
+/// trip and the one before it. A minimum, not the latest sample, so that
+/// jitter does not pass for a queue; over a round or two, not since the last
+/// reduction, so that one sample from a moment the queue ran dry does not
+/// hide the queue that built after it for as long as no loss cuts.
+#[derive(Debug, Clone, Copy, Default)]
+struct StandingQueue {
+    /// When the current round began.
+    round_start: Option<Instant>,
+    /// The smallest sample of the current round, and how many it took.
+    current: Option<(Duration, u32)>,
+    /// The same of the round before.
+    previous: Option<(Duration, u32)>,
+}
+
+impl StandingQueue {
+    /// Takes an RTT sample at `now`; a round lasts one smoothed RTT.
+    fn on_sample(&mut self, now: Instant, sample: Duration, round: Duration) {
+        if self
+            .round_start
+            .is_none_or(|start| now.saturating_duration_since(start) >= round)
+        {
+            self.round_start = Some(now);
+            self.previous = self.current.take();
+        }
+        self.current = Some(match self.current {
+            Some((min, samples)) => (min.min(sample), samples.saturating_add(1)),
+            None => (sample, 1),
+        });
+    }
+
+    /// Whether no sample has been taken since the last reset.
+    fn is_empty(&self) -> bool {
+        self.current.is_none() && self.previous.is_none()
+    }
+
+    /// The smallest sample of the two rounds, once they hold at least
+    /// [`MIN_QUEUE_SAMPLES`] between them.
+    fn min(&self) -> Option<Duration> {
+        let rounds = [self.previous, self.current];
+        let samples: u32 = rounds.iter().flatten().map(|&(_, n)| n).sum();
+        if samples < MIN_QUEUE_SAMPLES {
+            return None;
+        }
+        rounds.iter().flatten().map(|&(min, _)| min).min()
+    }
+}
 
 /// The Coded TCP controller: the window backs off by `RTTmin / RTT` on loss,
 /// by 0.8 on ECN, and starts from a measured bandwidth-delay product.
@@ -327,6 +398,9 @@ pub struct Ctcp {
     rtt_samples: u64,
     /// The largest delivery rate measured in start-up, bytes per second.
     max_rate: Option<u64>,
+    /// The rate at which the measured rate last grew by
+    /// [`PLATEAU_GROWTH`], and the start-up rounds since.
+    plateau: Option<(u64, u32)>,
     /// The acknowledged rate of the last ACK train that had one.
     last_train_rate: Option<u64>,
     /// Packet-pair dispersion: the ACK group being gathered (all ACKs at one
@@ -336,12 +410,9 @@ pub struct Ctcp {
     acked_towards_increase: u64,
     /// Losses of packets sent at or before this are not answered.
     loss_epoch: Option<Instant>,
-    /// The smallest RTT sample of packets sent after `loss_epoch`: the
-    /// queue that has stood since the last reduction. The minimum, not the
-    /// latest, so that jitter does not pass for a queue.
-    rtt_since_epoch: Option<Duration>,
-    /// How many samples `rtt_since_epoch` has taken.
-    samples_since_epoch: u32,
+    /// The smallest RTT sample of packets sent after `loss_epoch`, over the
+    /// last round trip or two: the queue that stands now.
+    standing: StandingQueue,
     /// ECN marks on packets sent at or before this are not answered.
     ecn_epoch: Option<Instant>,
 }
@@ -364,11 +435,11 @@ impl Ctcp {
             rtt_samples: 0,
             max_rate,
             last_train_rate: None,
+            plateau: None,
             pairs: PairDispersion::default(),
             acked_towards_increase: 0,
             loss_epoch: None,
-            rtt_since_epoch: None,
-            samples_since_epoch: 0,
+            standing: StandingQueue::default(),
             ecn_epoch: None,
         }
     }
@@ -387,16 +458,12 @@ impl Ctcp {
         min_window(self.max_datagram)
     }
 
-    /// `RTTmin / RTT`, in `[0, 1]`, where `RTT` is the smallest sample of a
-    /// packet sent since the last reduction (the standing queue); 1 without
-    /// enough of them.
+    /// `RTTmin / RTT`, in `[0, 1]`, where `RTT` is the standing queue (see
+    /// [`StandingQueue`]); 1 without enough samples.
     fn rtt_ratio(&self, rtt: &RttEstimator) -> f64 {
-        let Some(current) = self.rtt_since_epoch else {
+        let Some(current) = self.standing.min() else {
             return 1.0;
         };
-        if self.samples_since_epoch < MIN_QUEUE_SAMPLES {
-            return 1.0;
-        }
         if current.is_zero() {
             return 1.0;
         }
@@ -424,8 +491,8 @@ impl Ctcp {
             return false;
         }
         let recent_min = self.recent_rtts.iter().min().copied().unwrap_or_default();
-        let threshold =
-            rtt.min().mul_f64(self.config.delay_exit_ratio) + self.config.delay_exit_extra;
+        let threshold = rtt.min().mul_f64(self.config.delay_exit_ratio)
+            + rtt.queue_margin(self.config.delay_exit_extra);
         recent_min >= threshold
     }
 
@@ -461,14 +528,31 @@ impl Ctcp {
         self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
     }
 
-    /// Ends a start-up round: the window is at least the measured BDP.
-    fn end_round(&mut self, rtt: &RttEstimator) {
+    /// Ends a start-up round: the window is at least the measured BDP, and
+    /// start-up ends if the rate has stopped growing.
+    fn end_round(&mut self, now: Instant, rtt: &RttEstimator) {
         if let Some(rate) = self.pairs.take_median() {
             self.take_pair_rate(rate);
         }
         self.close_train();
         if let Some(bdp) = self.bdp(rtt) {
             self.window = self.window.max(bdp);
+        }
+        let Some(rate) = self.max_rate else {
+            return;
+        };
+        match self.plateau {
+            Some((found, _)) if rate as f64 >= found as f64 * PLATEAU_GROWTH => {
+                self.plateau = Some((rate, 0));
+            }
+            Some((found, rounds)) => {
+                let rounds = rounds.saturating_add(1);
+                self.plateau = Some((found, rounds));
+                if rounds >= PLATEAU_ROUNDS {
+                    self.exit_startup(now, rtt);
+                }
+            }
+            None => self.plateau = Some((rate, 0)),
         }
     }
 
@@ -489,8 +573,7 @@ impl Ctcp {
     /// it no longer describe the queue.
     fn set_loss_epoch(&mut self, now: Instant) {
         self.loss_epoch = Some(now);
-        self.rtt_since_epoch = None;
-        self.samples_since_epoch = 0;
+        self.standing = StandingQueue::default();
     }
 }
 
@@ -504,9 +587,7 @@ impl Controller for Ctcp {
         rtt: &RttEstimator,
     ) {
         if self.loss_epoch.is_none_or(|epoch| sent > epoch) {
-            let latest = rtt.latest();
-            self.rtt_since_epoch = Some(self.rtt_since_epoch.map_or(latest, |m| m.min(latest)));
-            self.samples_since_epoch = self.samples_since_epoch.saturating_add(1);
+            self.standing.on_sample(now, rtt.latest(), rtt.smoothed());
         }
         if !self.in_startup {
             if app_limited {
@@ -522,7 +603,10 @@ impl Controller for Ctcp {
         }
         match self.round_start {
             Some(start) if sent >= start => {
-                self.end_round(rtt);
+                self.end_round(now, rtt);
+                if !self.in_startup {
+                    return;
+                }
                 self.round_start = Some(now);
             }
             Some(_) => {}
@@ -611,7 +695,7 @@ impl Controller for Ctcp {
             return;
         }
         // The Coded TCP rule: a loss scales the window by RTTmin / RTT, with
-        // RTT the queue that stood since the last reduction, so random loss
+        // RTT the queue that stands now, so random loss
         // on an empty queue costs nothing and a standing queue drains. Loss
         // above the random baseline (the connection's judgement) cuts at
         // least by `congestion_beta`.
@@ -621,7 +705,7 @@ impl Controller for Ctcp {
         } else if factor > STANDING_QUEUE {
             return;
         }
-        if self.rtt_since_epoch.is_none() && factor >= 1.0 {
+        if self.standing.is_empty() && factor >= 1.0 {
             // Nothing is known yet of the queue since the last reduction:
             // keep the round open for a loss that can tell.
             return;

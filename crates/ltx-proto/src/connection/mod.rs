@@ -1539,7 +1539,8 @@ impl Connection {
         }
         self.round_lost += lost;
         let min = self.rtt.min();
-        let queueing = self.rtt.latest() > min + min / 8 + Duration::from_millis(2);
+        let queueing =
+            self.rtt.latest() > min + min / 8 + self.rtt.queue_margin(Duration::from_millis(2));
         let estimate = self.loss.estimate();
         let n = self.round_sent.max(1) as f64;
         let p = estimate.rate;
