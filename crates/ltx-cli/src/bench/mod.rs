@@ -6,6 +6,7 @@ mod coding;
 mod fidelity;
 mod loopback;
 mod measure;
+mod payload;
 
 /// The benchmarks `ltx bench` can run.
 #[derive(Debug, Subcommand)]
