@@ -4,15 +4,19 @@
 //
 //	kcp-peer recv --listen ADDR --size N --seed S --window PACKETS
 //	kcp-peer send --connect ADDR --size N --seed S --window PACKETS
+//	kcp-peer pattern --seed S
 //
 // The receiver (the server) takes one session, checks every byte against the
 // payload, answers with one byte once it has all of them, and prints one
 // JSON line; the sender (the client) writes the payload, waits for that
 // byte, and prints its own line. See payload.go for the bytes and the
-// report's fields.
+// report's fields. `pattern` prints the ends of the payload's block, so
+// that the benchmark can check that this program makes the same bytes as
+// its Rust peers.
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -54,8 +58,8 @@ const (
 const lingerLimit = 5 * time.Second
 
 func main() {
-	if len(os.Args) < 2 || (os.Args[1] != "recv" && os.Args[1] != "send") {
-		fmt.Fprintln(os.Stderr, "usage: kcp-peer recv|send [options]")
+	if len(os.Args) < 2 || (os.Args[1] != "recv" && os.Args[1] != "send" && os.Args[1] != "pattern") {
+		fmt.Fprintln(os.Stderr, "usage: kcp-peer recv|send|pattern [options]")
 		os.Exit(2)
 	}
 	role := os.Args[1]
@@ -66,6 +70,16 @@ func main() {
 	seed := flags.Uint64("seed", 1, "payload seed")
 	window := flags.Int("window", 1024, "send and receive windows, packets")
 	flags.Parse(os.Args[2:])
+	if role == "pattern" {
+		block := newPattern(*seed)
+		line, _ := json.Marshal(map[string]any{
+			"len":  len(block),
+			"head": hex.EncodeToString(block[:32]),
+			"tail": hex.EncodeToString(block[len(block)-32:]),
+		})
+		fmt.Println(string(line))
+		return
+	}
 	if *size == 0 {
 		fail(fmt.Errorf("--size must be more than 0"))
 	}

@@ -8,11 +8,14 @@
  *   norm-peer recv --listen IP:PORT --size N --seed S [--cc]
  *   norm-peer send --connect IP:PORT --size N --seed S --rate BPS [--cc]
  *                  [--tx-loss PERCENT]
+ *   norm-peer pattern --seed S
  *
  * The payload is one NORM data object of N bytes (a file's worth, held in
  * memory rather than on disk so that disk speed is not measured).
  * `--tx-loss` has NORM drop that share of the sender's packets itself, so
- * that a test on loopback exercises repair. The
+ * that a test on loopback exercises repair. `pattern` prints the ends of the
+ * payload's block, so that the benchmark can check that this program makes
+ * the same bytes as its Rust peers. The
  * receiver (the server) checks it against the payload once NORM hands it
  * over whole, prints one JSON line, and stays a few seconds to acknowledge
  * the sender's watermark; the sender (the client) ends once the receiver
@@ -149,6 +152,20 @@ static uint64_t parse_u64(const char* text, const char* what) {
     unsigned long long value = strtoull(text, &end, 10);
     if (errno != 0 || *end != '\0' || end == text) fail(what);
     return (uint64_t)value;
+}
+
+static void print_hex(const unsigned char* bytes, size_t len) {
+    for (size_t i = 0; i < len; i++) printf("%02x", bytes[i]);
+}
+
+static int print_pattern(uint64_t seed) {
+    const unsigned char* block = make_pattern(seed);
+    printf("{\"len\":%u,\"head\":\"", PATTERN_LEN);
+    print_hex(block, 32);
+    printf("\",\"tail\":\"");
+    print_hex(block + PATTERN_LEN - 32, 32);
+    printf("\"}\n");
+    return 0;
 }
 
 static struct options parse(int argc, char** argv) {
@@ -319,6 +336,9 @@ static int send(const struct options* o) {
 }
 
 int main(int argc, char** argv) {
+    if (argc == 4 && strcmp(argv[1], "pattern") == 0 && strcmp(argv[2], "--seed") == 0) {
+        return print_pattern(parse_u64(argv[3], "--seed is a number"));
+    }
     struct options o = parse(argc, argv);
     return strcmp(o.role, "recv") == 0 ? receive(&o) : send(&o);
 }
