@@ -36,6 +36,11 @@ impl Pattern {
         }
     }
 
+    /// The repeated block itself.
+    pub(crate) fn block(&self) -> &[u8] {
+        &self.block
+    }
+
     /// The first `bytes` bytes of the stream, as slices of the shared block
     /// that a sender can write in order without copying.
     pub(crate) fn chunks(&self, bytes: u64) -> impl Iterator<Item = Bytes> + Send + 'static {

@@ -12,8 +12,9 @@ use clap::Args;
 use ltx_sim::units::parse_size;
 use serde_json::{json, Value};
 
+use super::super::payload::Pattern;
 use super::report::{ClientReport, Outcome, ServerReport};
-use super::systems::{commands, prepare, Missing, System, Toolbox, Transfer};
+use super::systems::{commands, prepare, Missing, Prepared, System, Toolbox, Transfer};
 
 /// The server's address: a loopback address other than the client's, so
 /// that NORM's receiver can bind its port on it alone while the sender uses
@@ -70,7 +71,9 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<()> {
                     rtt: Duration::from_millis(1),
                     seed: 11 + n as u64,
                 };
-                match transfer_once(&prepared, &transfer, args.limit) {
+                let result = same_pattern(&prepared, transfer.seed)
+                    .and_then(|()| transfer_once(&prepared, &transfer, args.limit));
+                match result {
                     Ok(outcome) if outcome.verified => Checked::Delivered(outcome),
                     Ok(_) => Checked::Failed("the server's check of the payload failed".into()),
                     Err(e) => Checked::Failed(format!("{e:#}")),
@@ -109,6 +112,41 @@ fn line(system: System, size: u64, outcome: &Outcome) -> Value {
     })
 }
 
+/// Checks that a driver in another language makes the payload this binary
+/// makes from the same seed: its block's length and both its ends, as the
+/// driver's `pattern` command prints them. A driver that disagreed would
+/// still check its own transfers, but it would carry other bytes than the
+/// Rust peers do.
+fn same_pattern(prepared: &Prepared, seed: u64) -> anyhow::Result<()> {
+    if prepared.program == Toolbox::of_this_binary()?.ltx {
+        return Ok(());
+    }
+    let output = std::process::Command::new(&prepared.program)
+        .args(["pattern", "--seed", &seed.to_string()])
+        .output()
+        .with_context(|| format!("running {} pattern", prepared.program.display()))?;
+    anyhow::ensure!(
+        output.status.success(),
+        "{} pattern failed",
+        prepared.program.display()
+    );
+    let printed: Value = serde_json::from_slice(&output.stdout).context("the pattern's line")?;
+    let block = Pattern::new(seed);
+    let block = block.block();
+    let hex = |bytes: &[u8]| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let expected = json!({
+        "len": block.len(),
+        "head": hex(&block[..32]),
+        "tail": hex(&block[block.len() - 32..]),
+    });
+    anyhow::ensure!(
+        printed == expected,
+        "{} makes another payload: {printed} where this binary makes {expected}",
+        prepared.program.display()
+    );
+    Ok(())
+}
+
 /// A port free for both TCP and UDP on the server's address, as far as one
 /// can tell before using it.
 fn free_port() -> anyhow::Result<u16> {
@@ -128,7 +166,7 @@ fn free_port() -> anyhow::Result<u16> {
 
 /// Runs the server, then the client, and waits for both within `limit`.
 fn transfer_once(
-    prepared: &super::systems::Prepared,
+    prepared: &Prepared,
     transfer: &Transfer,
     limit: Duration,
 ) -> anyhow::Result<Outcome> {
