@@ -5,12 +5,14 @@
 //! the sending process so outlives its data rather than leaving the rest to
 //! the kernel after it has gone.
 
+use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpSocket;
+use tokio::net::{TcpSocket, TcpStream};
 
 use super::super::payload::{Pattern, Verifier};
 use super::report::{cpu_seconds, monotonic_ns, ClientReport, ServerReport};
@@ -81,18 +83,38 @@ pub(super) async fn receive(
     Ok(report)
 }
 
+/// How long a refused connection is tried again: the server may still be
+/// starting in its namespace when the client is started.
+const LISTEN_WAIT: Duration = Duration::from_secs(5);
+
+/// Connects, trying again while the server refuses (it is not listening
+/// yet); the start mark is taken at the attempt that succeeds, as the other
+/// systems' clients, which send datagrams, have it at their first one.
+async fn connect_when_listening(
+    connect: SocketAddr,
+    args: &PayloadArgs,
+) -> anyhow::Result<(u64, TcpStream)> {
+    let give_up = Instant::now() + LISTEN_WAIT;
+    loop {
+        let socket = socket(connect, args)?;
+        let start_ns = monotonic_ns()?;
+        match socket.connect(connect).await {
+            Ok(stream) => return Ok((start_ns, stream)),
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused && Instant::now() < give_up => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return Err(e).with_context(|| format!("connecting to {connect}")),
+        }
+    }
+}
+
 /// Sends the payload to `connect` and waits for the receiver to close.
 pub(super) async fn send(
     connect: SocketAddr,
     args: &PayloadArgs,
     pattern: &Pattern,
 ) -> anyhow::Result<ClientReport> {
-    let socket = socket(connect, args)?;
-    let start_ns = monotonic_ns()?;
-    let mut stream = socket
-        .connect(connect)
-        .await
-        .with_context(|| format!("connecting to {connect}"))?;
+    let (start_ns, mut stream) = connect_when_listening(connect, args).await?;
     for chunk in pattern.chunks(args.size) {
         stream.write_all(&chunk).await.context("writing")?;
     }
