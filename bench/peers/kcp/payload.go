@@ -1,5 +1,7 @@
 package main
 
+import "bytes"
+
 // The payload every peer of `ltx bench emu` sends, in every language: one
 // block of patternLen bytes drawn from SplitMix64, repeated and cut to the
 // size. Output k of the generator gives bytes 8k..8k+7 of the block, least
@@ -44,7 +46,7 @@ func (v *verifier) feed(data []byte) {
 		if n > len(data) {
 			n = len(data)
 		}
-		if v.firstMismatch < 0 {
+		if v.firstMismatch < 0 && !bytes.Equal(data[:n], v.pattern[at:at+n]) {
 			expected := v.pattern[at : at+n]
 			for i := 0; i < n; i++ {
 				if data[i] != expected[i] {

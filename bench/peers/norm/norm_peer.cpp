@@ -278,7 +278,6 @@ static int receive(const struct options* o) {
 }
 
 static int send(const struct options* o) {
-    int64_t start_ns = monotonic_ns();
     const unsigned char* pattern = make_pattern(o->seed);
     char* payload = (char*)malloc(o->size);
     if (!payload) fail("out of memory");
@@ -304,6 +303,9 @@ static int send(const struct options* o) {
         fail("NormStartSender");
     }
     NormSetTxSocketBuffer(session, SOCKET_BUFFER);
+    /* The transfer starts here, set-up done: NORM has no handshake, and its
+     * first packets leave once the object is queued. */
+    int64_t start_ns = monotonic_ns();
     NormObjectHandle object = NormDataEnqueue(session, payload, (UINT32)o->size, NULL, 0);
     if (object == NORM_OBJECT_INVALID) fail("NormDataEnqueue");
     /* Ask the receiver to acknowledge the whole object, and repeat until it

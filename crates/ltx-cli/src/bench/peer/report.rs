@@ -46,7 +46,9 @@ pub(crate) struct ServerReport {
     pub(crate) delivery: Delivery,
     /// Whether exactly the payload arrived.
     pub(crate) verified: bool,
-    /// When the first byte (or, for NORM, the first packet) arrived.
+    /// When the first byte was read (for NORM, when NORM told of the new
+    /// sender, which can be later): for information, as completion times
+    /// run from the client's start.
     pub(crate) first_ns: u64,
     /// When the last byte had arrived and been checked.
     pub(crate) end_ns: u64,
