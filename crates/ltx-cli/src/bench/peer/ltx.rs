@@ -11,7 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::super::payload::{Pattern, Verifier};
 use super::report::{cpu_seconds, monotonic_ns, ClientReport, ServerReport};
-use super::PayloadArgs;
+use super::{PayloadArgs, Received};
 use crate::live;
 
 /// Bytes asked for in each read.
@@ -22,10 +22,9 @@ pub(super) async fn receive(
     listen: SocketAddr,
     args: &PayloadArgs,
     pattern: &Pattern,
-) -> anyhow::Result<ServerReport> {
-    let mut config = EndpointConfig::server();
-    config.transport.idle_timeout = args.timeout;
-    let endpoint = Endpoint::bind(listen, config).with_context(|| format!("binding {listen}"))?;
+) -> anyhow::Result<Received> {
+    let endpoint = Endpoint::bind(listen, EndpointConfig::server())
+        .with_context(|| format!("binding {listen}"))?;
     let connection = endpoint.accept().await.context("the endpoint closed")?;
     let (_send, mut stream) = connection.accept_stream().await?;
     let mut verifier = Verifier::new(pattern);
@@ -48,8 +47,13 @@ pub(super) async fn receive(
         end_ns,
     )?;
     // The sender closes once everything is decoded here; stay for it.
-    connection.closed().await;
-    Ok(report)
+    Ok(Received {
+        report,
+        linger: Box::pin(async move {
+            connection.closed().await;
+            drop(endpoint);
+        }),
+    })
 }
 
 /// Sends the payload to `connect` and closes once the receiver has decoded
@@ -61,7 +65,6 @@ pub(super) async fn send(
     pattern: &Pattern,
 ) -> anyhow::Result<ClientReport> {
     let mut config = EndpointConfig::client();
-    config.transport.idle_timeout = args.timeout;
     if let Some(rate) = rate_hint {
         config.transport.congestion = live::hinted_controller(rate);
     }

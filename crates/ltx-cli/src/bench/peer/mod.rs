@@ -16,7 +16,10 @@
 //! That window holds what the ideal time `T*` counts: the handshake (for the
 //! systems that have one), the one-way delay and the bytes themselves.
 
+use std::future::Future;
+use std::io::Write;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -121,17 +124,19 @@ pub(crate) struct SendArgs {
 /// Runs a peer subcommand.
 pub(crate) fn run(command: PeerCommand) -> anyhow::Result<()> {
     match command {
-        PeerCommand::Recv(args) => {
-            let report = runtime()?.block_on(async {
-                tokio::time::timeout(args.payload.timeout, receive(&args))
-                    .await
-                    .map_err(|_| {
-                        anyhow::anyhow!("no whole payload after {:?}", args.payload.timeout)
-                    })?
-            })?;
-            println!("{}", report.to_json());
+        PeerCommand::Recv(args) => runtime()?.block_on(async {
+            let received = tokio::time::timeout(args.payload.timeout, receive(&args))
+                .await
+                .map_err(|_| {
+                    anyhow::anyhow!("no whole payload after {:?}", args.payload.timeout)
+                })??;
+            // The report goes out first: a harness that stops this process
+            // while it lingers still has it.
+            println!("{}", received.report.to_json());
+            std::io::stdout().flush()?;
+            let _ = tokio::time::timeout(LINGER_LIMIT, received.linger).await;
             Ok(())
-        }
+        }),
         PeerCommand::Send(args) => {
             let report = runtime()?.block_on(async {
                 tokio::time::timeout(args.payload.timeout, send(&args))
@@ -156,7 +161,20 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting a tokio runtime")
 }
 
-async fn receive(args: &RecvArgs) -> anyhow::Result<report::ServerReport> {
+/// What a receiver has when the payload is in: its report, and what is
+/// left to do before the process ends (staying until the sender has closed,
+/// where the protocol has a close to wait for).
+pub(crate) struct Received {
+    /// The server's report.
+    pub(crate) report: report::ServerReport,
+    /// The rest of the connection's life.
+    pub(crate) linger: Pin<Box<dyn Future<Output = ()>>>,
+}
+
+/// The longest a receiver stays after its report for the sender to close.
+const LINGER_LIMIT: Duration = Duration::from_secs(30);
+
+async fn receive(args: &RecvArgs) -> anyhow::Result<Received> {
     let payload = &args.payload;
     let pattern = Pattern::new(payload.seed);
     match payload.system {

@@ -26,7 +26,7 @@ use quinn::{
 
 use super::super::payload::{Pattern, Verifier};
 use super::report::{cpu_seconds, monotonic_ns, ClientReport, ServerReport};
-use super::{sockets, PayloadArgs, RustSystem};
+use super::{sockets, PayloadArgs, Received, RustSystem};
 
 /// The name the server's certificate is issued to and the client asks for.
 const SERVER_NAME: &str = "ltx-bench-peer";
@@ -81,7 +81,7 @@ pub(super) async fn receive(
     listen: SocketAddr,
     args: &PayloadArgs,
     pattern: &Pattern,
-) -> anyhow::Result<ServerReport> {
+) -> anyhow::Result<Received> {
     let issued = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_owned()])
         .context("making a self-signed certificate")?;
     let cert: CertificateDer<'static> = issued.cert.der().clone();
@@ -113,8 +113,13 @@ pub(super) async fn receive(
     )?;
     // Stay until the sender closes, so that its wait for the last
     // acknowledgements ends cleanly rather than by timeout.
-    connection.closed().await;
-    Ok(report)
+    Ok(Received {
+        report,
+        linger: Box::pin(async move {
+            connection.closed().await;
+            drop(endpoint);
+        }),
+    })
 }
 
 /// Sends the payload to `connect` and waits until all of it is

@@ -16,7 +16,7 @@ use tokio::net::{TcpSocket, TcpStream};
 
 use super::super::payload::{Pattern, Verifier};
 use super::report::{cpu_seconds, monotonic_ns, ClientReport, ServerReport};
-use super::{sockets, PayloadArgs, RustSystem};
+use super::{sockets, PayloadArgs, Received, RustSystem};
 
 /// Bytes asked for in each read.
 const READ_SIZE: usize = 1 << 20;
@@ -52,7 +52,7 @@ pub(super) async fn receive(
     listen: SocketAddr,
     args: &PayloadArgs,
     pattern: &Pattern,
-) -> anyhow::Result<ServerReport> {
+) -> anyhow::Result<Received> {
     let socket = socket(listen, args)?;
     socket.set_reuseaddr(true)?;
     socket
@@ -79,8 +79,12 @@ pub(super) async fn receive(
         first_ns.unwrap_or(end_ns),
         end_ns,
     )?;
+    // Closing tells the sender that everything arrived; nothing to wait for.
     drop(stream);
-    Ok(report)
+    Ok(Received {
+        report,
+        linger: Box::pin(std::future::ready(())),
+    })
 }
 
 /// How long a refused connection is tried again: the server may still be
