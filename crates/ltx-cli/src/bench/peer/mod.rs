@@ -7,7 +7,9 @@
 //! and `send` here; NORM and kcp-go are small drivers in C and Go under
 //! `bench/peers/`, built by [`systems::prepare`].
 //!
-//! Every program prints one JSON line when it ends (see [`report`]). The
+//! Every program prints one JSON line once its part is done (see
+//! [`report`]); a server may then stay a few seconds for the client to
+//! close, and a harness may stop it once it has the line. The
 //! completion time of a transfer is the same for every system: from the
 //! moment the client starts to connect (after its own set-up) to the moment
 //! the server has read and checked the last byte. Both read

@@ -13,9 +13,10 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 /// `…FORCE` options, open to root as the benchmark runs, pass that limit, so
 /// they are tried first. For TCP a size set by hand also turns the kernel's
 /// autotuning off, which otherwise grows the buffers up to
-/// `net.ipv4.tcp_rmem` / `tcp_wmem`: those are per namespace and start at
-/// the kernel's defaults (6 MiB and 4 MiB) in a new one, too small for the
-/// longest paths of the matrix; hence the option.
+/// `net.ipv4.tcp_rmem` / `tcp_wmem`: those are per namespace, a new one
+/// starting from the kernel's defaults or from the host's values depending
+/// on the kernel, and the send side's default ceiling (4 MiB) is too small
+/// for the longest paths of the matrix; hence the option.
 pub(crate) fn set_buffers(socket: BorrowedFd<'_>, bytes: u64) -> io::Result<()> {
     let value = libc::c_int::try_from(bytes / 2)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "socket buffer too large"))?;

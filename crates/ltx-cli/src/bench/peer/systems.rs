@@ -7,6 +7,15 @@
 //! needs Go and the Go module proxy the first time. A system that cannot be
 //! prepared is [`Missing`], with the reason, for the report to show: never
 //! left out silently.
+//!
+//! To run a transfer, start the server's command, give it a moment to bind
+//! (the TCP client retries a refused connection for a few seconds; the
+//! datagram systems repeat their first packets), then the client's, and
+//! read the server's report and the client's ([`super::report`]). UDP
+//! socket buffers that a peer asks for are capped by `net.core.rmem_max` /
+//! `wmem_max`, which hold for the whole machine, namespaces included: the
+//! Rust peers pass the cap as root, NORM's and kcp-go's cannot, so a harness
+//! that wants all of them on large buffers raises those two first.
 
 use std::fmt;
 use std::net::SocketAddr;
