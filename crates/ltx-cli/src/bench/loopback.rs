@@ -21,10 +21,11 @@ use tokio::runtime::{Handle, Runtime};
 use tokio::task::JoinHandle;
 
 use super::measure::{median, process_cpu_time};
+use super::payload;
 use payload::{Delivery, Pattern};
 
 mod ltx;
-mod payload;
+
 mod quinn;
 mod tcp;
 

@@ -6,6 +6,8 @@ mod coding;
 mod fidelity;
 mod loopback;
 mod measure;
+mod payload;
+mod peer;
 
 /// The benchmarks `ltx bench` can run.
 #[derive(Debug, Subcommand)]
@@ -19,6 +21,10 @@ pub(crate) enum BenchCommand {
     /// One connection over 127.0.0.1, no impairment: throughput and CPU per
     /// gigabyte of each transport, beside quinn and the kernel's TCP.
     Loopback(loopback::LoopbackArgs),
+    /// The peers of the emulated-link benchmark: one end of one transfer
+    /// of each Rust system, and a check of every system over loopback.
+    #[command(subcommand, hide = true)]
+    Peer(peer::PeerCommand),
 }
 
 /// Runs one benchmark.
@@ -27,5 +33,6 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Coding(args) => coding::run(&args),
         BenchCommand::Fidelity(args) => fidelity::run(&args),
         BenchCommand::Loopback(args) => loopback::run(&args),
+        BenchCommand::Peer(command) => peer::run(command),
     }
 }

@@ -1,8 +1,10 @@
-//! What the loopback transfers carry, and how the receiver checks it.
+//! What the benchmarks' transfers carry, and how the receiver checks it.
+//!
+//! The peers of `ltx bench emu` written in C and Go (bench/peers/) make the
+//! same bytes from the same seed, so the generator is one that every
+//! language has in a few lines: SplitMix64.
 
 use bytes::Bytes;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 
 /// Length of the repeated pattern: 3 bytes short of 1 MiB, so that no
 /// power-of-two shift of the stream (a packet, a buffer, a window) lines the
@@ -11,6 +13,10 @@ const PATTERN_LEN: usize = (1 << 20) - 3;
 
 /// The bytes every transfer sends: one pseudo-random block, repeated and cut
 /// to length. Clones share the block.
+///
+/// Output `k` of a SplitMix64 generator seeded with the seed gives bytes
+/// `8k..8k+7` of the block, least significant first; the block's last bytes
+/// take the first ones of the last output.
 #[derive(Debug, Clone)]
 pub(crate) struct Pattern {
     block: Bytes,
@@ -19,11 +25,20 @@ pub(crate) struct Pattern {
 impl Pattern {
     /// The pattern drawn from `seed`.
     pub(crate) fn new(seed: u64) -> Pattern {
-        let mut block = vec![0u8; PATTERN_LEN];
-        SmallRng::seed_from_u64(seed).fill(&mut block[..]);
+        let mut state = seed;
+        let mut block = Vec::with_capacity(PATTERN_LEN + 7);
+        while block.len() < PATTERN_LEN {
+            block.extend_from_slice(&splitmix64(&mut state).to_le_bytes());
+        }
+        block.truncate(PATTERN_LEN);
         Pattern {
             block: Bytes::from(block),
         }
+    }
+
+    /// The repeated block itself.
+    pub(crate) fn block(&self) -> &[u8] {
+        &self.block
     }
 
     /// The first `bytes` bytes of the stream, as slices of the shared block
@@ -41,6 +56,15 @@ impl Pattern {
             Some(block.slice(..n as usize))
         })
     }
+}
+
+/// The next output of SplitMix64 (Steele, Lea and Flood, 2014).
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// What a receiver got: how many bytes, and where the first one that differs
@@ -134,6 +158,19 @@ mod tests {
             verifier.feed(piece);
         }
         verifier.finish()
+    }
+
+    /// The first outputs of SplitMix64 seeded with 0, as its reference
+    /// implementation prints them: the C and Go peers are written against
+    /// the same numbers.
+    #[test]
+    fn the_block_starts_with_splitmix64s_reference_outputs() {
+        let pattern = Pattern::new(0);
+        let first = u64::from_le_bytes(pattern.block[..8].try_into().unwrap());
+        let second = u64::from_le_bytes(pattern.block[8..16].try_into().unwrap());
+        assert_eq!(first, 0xe220_a839_7b1d_cdaf);
+        assert_eq!(second, 0x6e78_9e6a_a1b9_65f4);
+        assert_eq!(pattern.block.len(), PATTERN_LEN);
     }
 
     #[test]

@@ -1,0 +1,93 @@
+//! ltx: the library directly (not `ltx send` / `ltx recv`, whose file
+//! handling, hashing and disk would be timed too), one bidirectional
+//! stream whose send half carries the payload, every setting at its default
+//! but for an optional rate hint.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use ltx::{Endpoint, EndpointConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::super::payload::{Pattern, Verifier};
+use super::report::{cpu_seconds, monotonic_ns, ClientReport, ServerReport};
+use super::{PayloadArgs, Received};
+use crate::live;
+
+/// Bytes asked for in each read.
+const READ_SIZE: usize = 1 << 20;
+
+/// Takes one connection on `listen` and checks the stream it opens.
+pub(super) async fn receive(
+    listen: SocketAddr,
+    args: &PayloadArgs,
+    pattern: &Pattern,
+) -> anyhow::Result<Received> {
+    let endpoint = Endpoint::bind(listen, EndpointConfig::server())
+        .with_context(|| format!("binding {listen}"))?;
+    let connection = endpoint.accept().await.context("the endpoint closed")?;
+    let (_send, mut stream) = connection.accept_stream().await?;
+    let mut verifier = Verifier::new(pattern);
+    let mut buffer = vec![0; READ_SIZE];
+    let mut first_ns = None;
+    loop {
+        let n = stream.read(&mut buffer).await?;
+        if n == 0 {
+            break;
+        }
+        first_ns.get_or_insert(monotonic_ns()?);
+        verifier.feed(&buffer[..n]);
+    }
+    let end_ns = monotonic_ns()?;
+    let report = ServerReport::new(
+        args.system.name(),
+        args.size,
+        verifier.finish(),
+        first_ns.unwrap_or(end_ns),
+        end_ns,
+    )?;
+    // The sender closes once everything is decoded here; stay for it.
+    Ok(Received {
+        report,
+        linger: Box::pin(async move {
+            connection.closed().await;
+            drop(endpoint);
+        }),
+    })
+}
+
+/// Sends the payload to `connect` and closes once the receiver has decoded
+/// all of it.
+pub(super) async fn send(
+    connect: SocketAddr,
+    rate_hint: Option<u64>,
+    args: &PayloadArgs,
+    pattern: &Pattern,
+) -> anyhow::Result<ClientReport> {
+    let mut config = EndpointConfig::client();
+    if let Some(rate) = rate_hint {
+        config.transport.congestion = live::hinted_controller(rate);
+    }
+    let local = if connect.is_ipv4() {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    } else {
+        SocketAddr::from(([0u16; 8], 0))
+    };
+    let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
+    let start_ns = monotonic_ns()?;
+    let connection = endpoint.connect(connect).await.context("the handshake")?;
+    let (mut stream, _recv) = connection.open_stream()?;
+    for chunk in pattern.chunks(args.size) {
+        stream.write_all(&chunk).await?;
+    }
+    stream.shutdown().await?;
+    // A graceful close returns once the receiver has decoded everything.
+    connection.close().await?;
+    Ok(ClientReport {
+        system: args.system.name().to_owned(),
+        bytes: args.size,
+        start_ns,
+        cpu_s: cpu_seconds()?,
+        wire_bytes: Some(connection.stats().bytes_sent),
+    })
+}
