@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ltx_emu::{missing, EmuError, Emulator, EmulatorConfig, ServerWait, CLIENT_ADDR, SERVER_ADDR};
-use ltx_link::{LinkConfig, LossModel, QueueLimit, Rate};
+use ltx_link::{Aqm, LinkConfig, LossModel, QueueLimit, Rate};
 
 /// Whether the machine can run the emulator; if not, says what is missing.
 fn supported() -> bool {
@@ -378,4 +378,100 @@ fn an_interrupted_run_stops_the_client() {
     setter.join().unwrap();
     assert!(outcome.interrupted);
     assert!(outcome.client.is_some_and(|s| !s.success()), "{outcome:?}");
+}
+
+/// A counter of `/proc/net/netstat` or `/proc/net/snmp` in the namespace
+/// whose file this is: `group` (e.g. `TcpExt`) and `name`.
+fn kernel_counter(text: &str, group: &str, name: &str) -> Option<u64> {
+    let mut rows = text
+        .lines()
+        .filter(|line| line.starts_with(&format!("{group}:")));
+    let names = rows.next()?;
+    let values = rows.next()?;
+    let at = names.split_whitespace().position(|n| n == name)?;
+    values.split_whitespace().nth(at)?.parse().ok()
+}
+
+fn read_inside(emulator: &Emulator, client: bool, file: &'static str) -> String {
+    let namespace = if client {
+        emulator.client()
+    } else {
+        emulator.server()
+    };
+    namespace
+        .run_inside(|| std::fs::read_to_string(format!("/proc/thread-self/net/{file}")))
+        .unwrap()
+        .unwrap()
+}
+
+#[test]
+fn ce_marks_from_the_aqm_reach_the_tcp_receiver_with_valid_ip_headers() {
+    if !supported() {
+        return;
+    }
+    let forward = LinkConfig {
+        delay: Duration::from_millis(10),
+        rate: Some(Rate::mbit(10.0)),
+        queue: QueueLimit::Bytes(250_000),
+        aqm: Some(Aqm::codel()),
+        ..LinkConfig::default()
+    };
+    let reverse = LinkConfig {
+        delay: Duration::from_millis(10),
+        ..LinkConfig::default()
+    };
+    let emulator = Emulator::start(EmulatorConfig {
+        forward,
+        reverse,
+        seed: 5,
+    })
+    .unwrap();
+    // The client asks for ECN on its connections (the server accepts it by
+    // default); both sysctls are the namespaces' own.
+    emulator
+        .client()
+        .run_inside(|| std::fs::write("/proc/sys/net/ipv4/tcp_ecn", "1"))
+        .unwrap()
+        .unwrap();
+    let listener = emulator
+        .server()
+        .run_inside(|| TcpListener::bind((SERVER_ADDR, 5005)))
+        .unwrap()
+        .unwrap();
+    let receiver = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).unwrap();
+        got
+    });
+    let data = payload(3_000_000);
+    let mut sender = emulator
+        .client()
+        .run_inside(|| TcpStream::connect((SERVER_ADDR, 5005)))
+        .unwrap()
+        .unwrap();
+    sender.write_all(&data).unwrap();
+    sender.shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(
+        receiver.join().unwrap() == data,
+        "the bytes arrived changed"
+    );
+
+    let client_netstat = read_inside(&emulator, true, "netstat");
+    let server_snmp = read_inside(&emulator, false, "snmp");
+    let stats = emulator.shutdown();
+    let link = &stats.forward.link;
+    assert!(link.marked > 0, "a saturated CoDel queue marks ECT packets");
+    // Echoed back by the receiver as ECE and counted by the sender: the
+    // marks arrived, in packets the receiver accepted.
+    let delivered_ce = kernel_counter(&client_netstat, "TcpExt", "TCPDeliveredCE");
+    assert!(
+        delivered_ce.is_some_and(|n| n > 0),
+        "TCPDeliveredCE {delivered_ce:?}"
+    );
+    assert_eq!(kernel_counter(&server_snmp, "Ip", "InHdrErrors"), Some(0));
+    assert_eq!(
+        kernel_counter(&server_snmp, "Ip", "InCsumErrors").unwrap_or(0),
+        0
+    );
 }
