@@ -37,6 +37,42 @@ pub fn prefer_prompt_wakeups() {
     }
 }
 
+/// The real-time priority [`prefer_realtime_scheduling`] asks for: the
+/// lowest, enough to run before every thread of the default policy
+/// (builds, the programs under test) without competing with the kernel's
+/// own real-time threads.
+#[cfg(target_os = "linux")]
+const REALTIME_PRIORITY: i32 = 1;
+
+/// Moves the current thread to the `SCHED_FIFO` real-time policy at its
+/// lowest priority, so that when it wakes it runs at once, ahead of every
+/// ordinary thread, however busy the machine. Needs root (or
+/// `CAP_SYS_NICE`); where refused, the thread keeps its policy and the
+/// error is returned.
+///
+/// Only for threads that never spin: the kernel lets real-time threads
+/// use at most `kernel.sched_rt_runtime_us` of each second
+/// (95 % by default), and a busy one would take that from everything else.
+pub fn prefer_realtime_scheduling() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param {
+            sched_priority: REALTIME_PRIORITY,
+        };
+        // SAFETY: `param` is a live, initialised `sched_param`; pid 0 is
+        // the calling thread.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "real-time scheduling is only asked for on Linux",
+    ))
+}
+
 #[cfg(target_os = "linux")]
 mod linux {
     use std::io;
