@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ltx_emu::{missing, EmuError, Emulator, EmulatorConfig, ServerWait, CLIENT_ADDR, SERVER_ADDR};
-use ltx_link::{Aqm, LinkConfig, LossModel, QueueLimit, Rate};
+use ltx_link::{Aqm, Jitter, LinkConfig, LossModel, Outage, QueueLimit, Rate};
 
 /// Whether the machine can run the emulator; if not, says what is missing.
 fn supported() -> bool {
@@ -122,17 +122,14 @@ fn a_tcp_transfer_crosses_a_20_mbit_40_ms_path_intact_at_the_links_rate() {
     assert!(stats.forward.link.delivered >= (data.len() / 1448) as u64);
 }
 
-/// Sends `count` datagrams from the client to the server, in bursts small
-/// enough for the forwarder and the server's socket buffer, and counts
-/// those that arrive.
-fn send_datagrams(emulator: &Emulator, count: usize, port: u16) -> usize {
+/// Sends datagrams numbered 0 to `count` − 1 from the client to the
+/// server, in bursts small enough for the forwarder and the server's
+/// socket buffer, and returns the numbers that arrived, in arrival order.
+fn send_numbered(emulator: &Emulator, count: u64, port: u16) -> Vec<u64> {
     let server = emulator
         .server()
         .run_inside(|| UdpSocket::bind((SERVER_ADDR, port)))
         .unwrap()
-        .unwrap();
-    server
-        .set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     let client = emulator
         .client()
@@ -140,24 +137,106 @@ fn send_datagrams(emulator: &Emulator, count: usize, port: u16) -> usize {
         .unwrap()
         .unwrap();
     client.connect((SERVER_ADDR, port)).unwrap();
-    let mut received = 0;
+    let mut received = Vec::new();
     let mut buffer = [0u8; 2048];
-    for burst in payload(count * 8).chunks(8 * 20) {
-        for id in burst.chunks(8) {
-            client.send(id).unwrap();
+    let mut drain = |server: &UdpSocket| {
+        while let Ok(len) = server.recv(&mut buffer) {
+            if let Ok(number) = buffer[..len].try_into() {
+                received.push(u64::from_be_bytes(number));
+            }
         }
-        // Drain what has come so far, so that the socket never overflows.
-        server.set_nonblocking(true).unwrap();
-        while server.recv(&mut buffer).is_ok() {
-            received += 1;
+    };
+    server.set_nonblocking(true).unwrap();
+    for number in 0..count {
+        client.send(&number.to_be_bytes()).unwrap();
+        if number % 20 == 19 {
+            // Drain what has come so far, so that the socket never overflows.
+            drain(&server);
+            std::thread::sleep(Duration::from_micros(500));
         }
-        server.set_nonblocking(false).unwrap();
-        std::thread::sleep(Duration::from_micros(500));
     }
-    while server.recv(&mut buffer).is_ok() {
-        received += 1;
-    }
+    server.set_nonblocking(false).unwrap();
+    server
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    drain(&server);
     received
+}
+
+/// How many datagrams arrived: [`send_numbered`]'s count.
+fn send_datagrams(emulator: &Emulator, count: usize, port: u16) -> usize {
+    send_numbered(emulator, count as u64, port).len()
+}
+
+/// Pairs of arrivals in which a later-numbered datagram came first.
+fn overtakings(arrivals: &[u64]) -> usize {
+    arrivals.windows(2).filter(|pair| pair[0] > pair[1]).count()
+}
+
+#[test]
+fn duplicated_datagrams_arrive_twice() {
+    if !supported() {
+        return;
+    }
+    let link = LinkConfig {
+        duplicate: 0.2,
+        ..LinkConfig::default()
+    };
+    let emulator = Emulator::start(EmulatorConfig::symmetric(link, 4)).unwrap();
+    let arrivals = send_numbered(&emulator, 1000, 5006);
+    let stats = emulator.shutdown().forward;
+    assert!(stats.link.duplicated > 100, "about 200 of 1000 duplicated");
+    assert_eq!(arrivals.len() as u64, 1000 + stats.link.duplicated);
+    assert_eq!(stats.link.delivered, arrivals.len() as u64);
+    let mut distinct = arrivals.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct, (0..1000).collect::<Vec<u64>>());
+}
+
+#[test]
+fn jitter_reorders_datagrams_only_when_reordering_is_allowed() {
+    if !supported() {
+        return;
+    }
+    for reorder in [true, false] {
+        let link = LinkConfig {
+            jitter: Some(Jitter {
+                max: Duration::from_millis(5),
+                reorder,
+            }),
+            ..LinkConfig::default()
+        };
+        let emulator = Emulator::start(EmulatorConfig::symmetric(link, 6)).unwrap();
+        let arrivals = send_numbered(&emulator, 400, 5007);
+        assert_eq!(arrivals.len(), 400, "reorder {reorder}: none lost");
+        let overtaken = overtakings(&arrivals);
+        if reorder {
+            // 20 datagrams sent within a few hundred microseconds, each
+            // delayed by up to 5 ms: most bursts come out shuffled.
+            assert!(overtaken > 20, "only {overtaken} overtakings");
+        } else {
+            assert_eq!(overtaken, 0, "{arrivals:?}");
+        }
+    }
+}
+
+#[test]
+fn nothing_crosses_during_an_outage() {
+    if !supported() {
+        return;
+    }
+    let link = LinkConfig {
+        outages: vec![Outage {
+            start: Duration::ZERO,
+            end: Duration::from_secs(3600),
+        }],
+        ..LinkConfig::default()
+    };
+    let emulator = Emulator::start(EmulatorConfig::symmetric(link, 1)).unwrap();
+    assert_eq!(send_datagrams(&emulator, 100, 5008), 0);
+    let stats = emulator.shutdown().forward.link;
+    assert_eq!((stats.offered, stats.dropped_outage), (100, 100));
 }
 
 #[test]
