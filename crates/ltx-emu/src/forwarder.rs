@@ -49,6 +49,10 @@ pub struct ForwarderStats {
     /// How late each delivered packet was written, after the time its link
     /// scheduled.
     pub lateness: DelayHistogram,
+    /// CPU time the direction's thread used, user and system (the stack's
+    /// work on the packets it writes included); filled in when the thread
+    /// ends, so zero while the emulator runs.
+    pub cpu_time: Duration,
 }
 
 /// A direction's link and its counters, shared with the emulator's handle.
@@ -70,6 +74,13 @@ impl Forwarder {
     /// Forwards until the stop stream becomes readable or the ingress
     /// device fails.
     pub(crate) fn run(self) -> std::io::Result<()> {
+        let result = self.forward();
+        let cpu = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        lock(&self.state).forwarder.cpu_time = Duration::new(cpu.tv_sec as u64, cpu.tv_nsec as u32);
+        result
+    }
+
+    fn forward(&self) -> std::io::Result<()> {
         ltx_realtime::prefer_prompt_wakeups();
         // The emulated network must not wait behind the programs it
         // carries, nor behind anything else the machine runs.
