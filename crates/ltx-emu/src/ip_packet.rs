@@ -237,4 +237,57 @@ mod tests {
             assert_eq!(packet.as_bytes(), &bytes[..]);
         }
     }
+
+    proptest::proptest! {
+        /// Whatever the bytes, reading and marking them does not panic,
+        /// corruption stays in bounds, and a packet marked CE that was an
+        /// IPv4 packet with a valid checksum still has one.
+        #[test]
+        fn any_bytes_are_handled(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..120),
+            bit in 0usize..2000,
+        ) {
+            let mut packet = IpPacket::new(bytes.clone());
+            let was_valid_ipv4 = packet.header() != Header::Unknown
+                && bytes[0] >> 4 == 4
+                && header_checksum_holds_over(&bytes, usize::from(bytes[0] & 0x0f) * 4);
+            let ecn = packet.ecn();
+            packet.mark_ce();
+            proptest::prop_assert_eq!(packet.wire_len(), bytes.len());
+            if ecn.is_capable() {
+                proptest::prop_assert_eq!(packet.ecn(), Ecn::Ce);
+            } else {
+                proptest::prop_assert_eq!(packet.as_bytes(), &bytes[..]);
+            }
+            if was_valid_ipv4 {
+                let len = usize::from(bytes[0] & 0x0f) * 4;
+                proptest::prop_assert!(header_checksum_holds_over(packet.as_bytes(), len));
+            }
+            // The same bytes made a valid IPv4 header: marking keeps it valid.
+            if bytes.len() >= IPV4_MIN_HEADER {
+                let mut v4 = bytes.clone();
+                v4[0] = 0x45;
+                let checksum = IpPacket::new(v4.clone()).ipv4_checksum(IPV4_MIN_HEADER);
+                v4[IPV4_CHECKSUM..IPV4_CHECKSUM + 2].copy_from_slice(&checksum.to_be_bytes());
+                let mut v4 = IpPacket::new(v4);
+                v4.mark_ce();
+                proptest::prop_assert!(header_checksum_holds_over(v4.as_bytes(), IPV4_MIN_HEADER));
+            }
+            let before = packet.clone();
+            packet.flip_bit(bit);
+            let changed = packet != before;
+            proptest::prop_assert_eq!(changed, bit < packet.corruptible_bits());
+        }
+    }
+
+    fn header_checksum_holds_over(bytes: &[u8], len: usize) -> bool {
+        let mut sum: u32 = bytes[..len]
+            .chunks_exact(2)
+            .map(|p| u32::from(u16::from_be_bytes([p[0], p[1]])))
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum == 0xffff
+    }
 }
