@@ -52,6 +52,11 @@ const PING_BYTES: usize = 64;
 const WARM_UP_PINGS: usize = 100;
 /// How long a ping may take before it counts as lost.
 const PING_TIMEOUT: Duration = Duration::from_secs(1);
+/// The sleep whose overshoot measures the machine's wake-up latency: a
+/// full-size packet's time at 60 Mbit/s.
+const TIMER_SLEEP: Duration = Duration::from_micros(200);
+/// How long the wake-up latency is measured.
+const TIMER_DURATION: Duration = Duration::from_secs(2);
 
 /// How long `ltx bench forwarder` measures.
 #[derive(Debug, Args)]
@@ -112,6 +117,7 @@ pub(crate) fn run(args: &ForwarderArgs) -> anyhow::Result<()> {
     let p99 = middle(&emulated, |f| f.rtt_p99_us);
     let veth_p50 = middle(&reference, |f| f.rtt_p50_us);
     let veth_p99 = middle(&reference, |f| f.rtt_p99_us);
+    let (timer_p50, timer_p99) = wake_up_lateness()?;
     let summary = json!({
         "bench": "forwarder",
         "runs": args.runs,
@@ -124,6 +130,8 @@ pub(crate) fn run(args: &ForwarderArgs) -> anyhow::Result<()> {
         "veth_rtt_p99_us": round(veth_p99, 1),
         "added_rtt_p50_us": round(p50 - veth_p50, 1),
         "added_rtt_p99_us": round(p99 - veth_p99, 1),
+        "timer_late_p50_us": round(timer_p50, 1),
+        "timer_late_p99_us": round(timer_p99, 1),
     });
     if args.json {
         println!("{summary}");
@@ -137,8 +145,39 @@ pub(crate) fn run(args: &ForwarderArgs) -> anyhow::Result<()> {
             p50 - veth_p50,
             p99 - veth_p99,
         );
+        println!(
+            "a thread scheduled as the forwarder's wakes from a {} µs sleep {timer_p50:.0} µs \
+             late at p50, {timer_p99:.0} µs at p99 on this machine now",
+            TIMER_SLEEP.as_micros()
+        );
     }
     Ok(())
+}
+
+/// How late a thread scheduled as the forwarder's threads are wakes from
+/// short sleeps, p50 and p99 in µs: the floor under any emulated path's
+/// timing on this machine at this moment (a virtual machine whose host
+/// takes its CPUs away shows it here first).
+fn wake_up_lateness() -> anyhow::Result<(f64, f64)> {
+    let mut late = std::thread::spawn(|| {
+        timed_thread();
+        let mut late = Vec::new();
+        let started = Instant::now();
+        while started.elapsed() < TIMER_DURATION {
+            let asleep = Instant::now();
+            std::thread::sleep(TIMER_SLEEP);
+            late.push(asleep.elapsed().saturating_sub(TIMER_SLEEP));
+        }
+        late
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the sleeping thread panicked"))?;
+    late.sort_unstable();
+    let quantile = |q: f64| {
+        let rank = ((q * late.len() as f64).ceil() as usize).clamp(1, late.len());
+        late[rank - 1].as_secs_f64() * 1e6
+    };
+    Ok((quantile(0.5), quantile(0.99)))
 }
 
 fn report(
