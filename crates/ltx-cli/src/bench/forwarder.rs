@@ -29,9 +29,11 @@
 //! In the last session a thread scheduled as the forwarder's woke from a
 //! 200 µs sleep 35 µs late at p50 and 156 µs at p99. At other moments of
 //! the same day, with the host taking 16 % of the VM's CPU time (`steal`
-//! in `/proc/stat`), such a thread woke up to 0.6 ms late at p99 and 9 ms
-//! at p99.9: that, not the forwarder, bounds the tails of an emulated
-//! path's timing on this machine.
+//! in `/proc/stat`), a minimal `SCHED_FIFO` sleeper (200 µs sleeps for
+//! four seconds) woke 43 µs late at p50, 0.6 ms at p99, 9 ms at p99.9 and
+//! 27 ms at worst; the emulator's releases showed tails of the same size
+//! (tens of ms at p99 on a 50 Mbit/s, 600 ms path) in that hour. That, not
+//! the forwarder, bounds the tails of an emulated path's timing here.
 //!
 //! The forwarder's two threads used 4.6–5.2 CPU-seconds per gigabyte
 //! carried, the receiving stack's work on the packets they write included.
