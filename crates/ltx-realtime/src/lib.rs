@@ -132,3 +132,44 @@ mod linux {
         Ok(())
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_that_asks_gets_a_microsecond_of_timer_slack() {
+        // On a thread of its own, so that the test harness's are untouched.
+        let slack = std::thread::spawn(|| {
+            prefer_prompt_wakeups();
+            // SAFETY: PR_GET_TIMERSLACK takes no pointer; it returns the
+            // calling thread's slack in nanoseconds.
+            unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(slack, TIMER_SLACK_NS as libc::c_int);
+    }
+
+    #[test]
+    fn real_time_scheduling_is_granted_to_root_and_refused_otherwise() {
+        let (result, policy) = std::thread::spawn(|| {
+            let result = prefer_realtime_scheduling();
+            // SAFETY: pid 0 is the calling thread.
+            (result, unsafe { libc::sched_getscheduler(0) })
+        })
+        .join()
+        .unwrap();
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            assert!(result.is_ok(), "{result:?}");
+            assert_eq!(policy, libc::SCHED_FIFO);
+        } else {
+            // Without CAP_SYS_NICE and an RLIMIT_RTPRIO the kernel refuses;
+            // the thread keeps its policy.
+            if result.is_err() {
+                assert_eq!(policy, libc::SCHED_OTHER);
+            }
+        }
+    }
+}
