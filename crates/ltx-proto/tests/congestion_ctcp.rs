@@ -183,7 +183,15 @@ const RTT_MIN: Duration = Duration::from_millis(100);
 /// A controller in congestion avoidance with a window of `packets`
 /// datagrams, its RTT estimator at `RTT_MIN`, and the time it got there.
 fn in_avoidance(epoch: Instant, packets: u64) -> (Ctcp, RttEstimator, Instant) {
-    let mut config = CtcpConfig::default();
+    in_avoidance_with(epoch, packets, CtcpConfig::default())
+}
+
+/// [`in_avoidance`] with a configuration of the caller's.
+fn in_avoidance_with(
+    epoch: Instant,
+    packets: u64,
+    mut config: CtcpConfig,
+) -> (Ctcp, RttEstimator, Instant) {
     config.initial_window_packets(packets);
     let mut cc = Ctcp::new(Arc::new(config), epoch, MTU);
     let mut rtt = RttEstimator::new(Duration::from_millis(333));
@@ -282,8 +290,12 @@ fn random_loss_with_jitter_but_no_queue_does_not_shrink_it() {
 
 #[test]
 fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
+    // The Coded TCP rule alone: the queue target would drain this queue
+    // before any loss.
     let epoch = Instant::now();
-    let (mut cc, mut rtt, now) = in_avoidance(epoch, 1000);
+    let mut config = CtcpConfig::default();
+    config.queue_target(None);
+    let (mut cc, mut rtt, now) = in_avoidance_with(epoch, 1000, config);
     let start = cc.window();
     // A standing queue: every packet sent since start-up ended takes twice
     // the minimum.
@@ -392,4 +404,55 @@ fn random_loss_does_not_end_startup_but_congestion_does() {
     cc.on_ecn_ce(now, epoch, 1, &rtt);
     assert!(!cc.in_startup());
     assert_eq!(cc.window(), cc.initial_window() * 8 / 10);
+}
+
+#[test]
+fn a_standing_queue_above_the_target_is_drained_without_a_loss() {
+    let epoch = Instant::now();
+    let (mut cc, mut rtt, now) = in_avoidance(epoch, 200);
+    // A queue of half the base RTT, above the target of a quarter, and no
+    // loss at all: the window drains it, by RTTmin / RTT.
+    let windows = drive(&mut cc, &mut rtt, now, 4, RTT_MIN * 3 / 2, 0.0, 0x20);
+    let expected = 200.0 * PKT as f64 / 1.5;
+    assert!(
+        (windows[0] as f64 / expected - 1.0).abs() < 0.05,
+        "windows {windows:?}, expected a drain to about {expected} in the first round"
+    );
+
+    // Coded TCP's own rule waits for a loss.
+    let mut config = CtcpConfig::default();
+    config.queue_target(None);
+    let (mut faithful, mut rtt, now) = in_avoidance_with(epoch, 200, config);
+    let windows = drive(&mut faithful, &mut rtt, now, 4, RTT_MIN * 3 / 2, 0.0, 0x20);
+    assert!(
+        windows.windows(2).all(|w| w[1] >= w[0]),
+        "without a queue target: {windows:?}"
+    );
+}
+
+#[test]
+fn a_queue_that_drains_do_not_empty_is_left_to_the_loss_rule() {
+    // Another flow holds the queue: however the window shrinks, the RTT
+    // stays at 1.5 × RTTmin. After two drains that change nothing the
+    // controller stops draining (it would only starve itself) and grows.
+    let epoch = Instant::now();
+    let (mut cc, mut rtt, now) = in_avoidance(epoch, 200);
+    let start = cc.window();
+    let mut windows = vec![start];
+    windows.extend(drive(
+        &mut cc,
+        &mut rtt,
+        now,
+        30,
+        RTT_MIN * 3 / 2,
+        0.0,
+        0x21,
+    ));
+    let drains = windows.windows(2).filter(|w| w[1] < w[0]).count();
+    assert!((2..=3).contains(&drains), "{drains} drains: {windows:?}");
+    let last = windows.len() - 1;
+    assert!(
+        windows[last] > windows[last - 10],
+        "still growing at the end: {windows:?}"
+    );
 }

@@ -53,6 +53,20 @@
 //! round for both signals, so one congestion episode is not answered twice;
 //! a loss that barely cuts leaves the ECN response free.
 //!
+//! # Queue target
+//!
+//! Coded TCP reacts to a queue only when it overflows. Without waiting for a
+//! loss, when the standing queue (the smallest RTT over the last round trip
+//! or two) exceeds `RTTmin × (1 + 0.25)` plus the margin of start-up's delay
+//! test, the window is scaled by `RTTmin / RTT`, which empties a queue this
+//! flow built, and not again for three round trips. Flows that share a
+//! bottleneck then keep its queue short and lose nothing to it, and, since
+//! each cuts in proportion to its window, converge to equal shares. A flow
+//! whose drains leave the queue standing twice in a row shares it with one
+//! that fills any buffer (a loss-based TCP); draining would only starve it,
+//! so it leaves the queue to the loss rule until it sees the queue below
+//! the target again. `CtcpConfig::queue_target(None)` turns this off.
+//!
 //! # Pacing
 //!
 //! In start-up as above; after it, `1.25 × cwnd / smoothed RTT`.
@@ -74,6 +88,7 @@ pub struct CtcpConfig {
     delay_exit_ratio: f64,
     delay_exit_extra: Duration,
     rate_hint: Option<u64>,
+    queue_target: Option<f64>,
 }
 
 impl Default for CtcpConfig {
@@ -87,6 +102,7 @@ impl Default for CtcpConfig {
             delay_exit_ratio: 1.25,
             delay_exit_extra: Duration::from_millis(2),
             rate_hint: None,
+            queue_target: Some(0.25),
         }
     }
 }
@@ -106,6 +122,14 @@ impl CtcpConfig {
     /// still raise it; congestion signals still cut below it.
     pub fn rate_hint(&mut self, bytes_per_second: Option<u64>) -> &mut Self {
         self.rate_hint = bytes_per_second.filter(|r| *r > 0);
+        self
+    }
+
+    /// The standing queue, as a fraction of RTTmin, above which the window
+    /// drains it without waiting for a loss (default 0.25; `None`: only
+    /// loss and ECN reduce the window, as in Coded TCP).
+    pub fn queue_target(&mut self, fraction: Option<f64>) -> &mut Self {
+        self.queue_target = fraction.filter(|f| f.is_finite() && *f > 0.0);
         self
     }
 
@@ -381,6 +405,67 @@ impl StandingQueue {
     }
 }
 
+/// Drains that did not drain this many times in a row mean another flow
+/// holds the queue: the queue target is set aside until the queue is seen
+/// below it again.
+const FUTILE_DRAINS: u32 = 2;
+
+/// Round trips after a drain in which the queue should fall below the
+/// target.
+const DRAIN_ROUNDS: u32 = 3;
+
+/// Watches the queue-target response: a flow that drains the queue it built
+/// sees it fall; one that shares a queue with a flow that fills any buffer
+/// (a loss-based TCP) does not, and would only starve itself by draining
+/// again. It then competes on loss, as Coded TCP does, until the queue is
+/// seen below the target again.
+#[derive(Debug, Clone, Copy, Default)]
+struct DrainWatch {
+    /// When the last drain was.
+    last: Option<Instant>,
+    /// Drains in a row after which the queue stayed above the target.
+    futile: u32,
+    /// Whether the queue stood above the target since the last drain.
+    stood: bool,
+    /// Whether another flow is taken to hold the queue.
+    competing: bool,
+}
+
+impl DrainWatch {
+    /// Whether a drain is allowed at `now`, given whether the standing
+    /// queue is above the target.
+    fn allows(&mut self, now: Instant, above: bool, srtt: Duration) -> bool {
+        if !above {
+            // The queue fell below the target: the drains work.
+            self.futile = 0;
+            self.competing = false;
+            self.stood = false;
+            return false;
+        }
+        let Some(last) = self.last else {
+            return !self.competing;
+        };
+        if now.saturating_duration_since(last) < srtt * DRAIN_ROUNDS {
+            self.stood = true;
+            return false;
+        }
+        if self.stood {
+            self.futile = self.futile.saturating_add(1);
+            self.stood = false;
+            if self.futile >= FUTILE_DRAINS {
+                self.competing = true;
+            }
+        }
+        !self.competing
+    }
+
+    /// A drain happened at `now`.
+    fn drained(&mut self, now: Instant) {
+        self.last = Some(now);
+        self.stood = false;
+    }
+}
+
 /// The Coded TCP controller: the window backs off by `RTTmin / RTT` on loss,
 /// by 0.8 on ECN, and starts from a measured bandwidth-delay product.
 #[derive(Debug, Clone)]
@@ -415,6 +500,9 @@ pub struct Ctcp {
     standing: StandingQueue,
     /// ECN marks on packets sent at or before this are not answered.
     ecn_epoch: Option<Instant>,
+    /// The queue-target response: drains that did not drain, and whether
+    /// another flow holds the queue.
+    drains: DrainWatch,
 }
 
 impl Ctcp {
@@ -441,6 +529,7 @@ impl Ctcp {
             loss_epoch: None,
             standing: StandingQueue::default(),
             ecn_epoch: None,
+            drains: DrainWatch::default(),
         }
     }
 
@@ -569,6 +658,29 @@ impl Ctcp {
         self.ecn_epoch = Some(now);
     }
 
+    /// The queue-target response: once a standing queue above the target
+    /// has stood for a round trip or two since the last reduction, scales
+    /// the window by `RTTmin / RTT`, which empties it (when this flow built
+    /// it). Returns whether it did.
+    fn drain_standing_queue(&mut self, now: Instant, rtt: &RttEstimator) -> bool {
+        let Some(target) = self.config.queue_target else {
+            return false;
+        };
+        let Some(standing) = self.standing.min() else {
+            return false;
+        };
+        let min = rtt.min();
+        let limit = min + min.mul_f64(target) + rtt.queue_margin(self.config.delay_exit_extra);
+        let above = standing > limit;
+        if !self.drains.allows(now, above, rtt.smoothed()) || !above {
+            return false;
+        }
+        self.scale(self.rtt_ratio(rtt));
+        self.set_loss_epoch(now);
+        self.drains.drained(now);
+        true
+    }
+
     /// Starts a new loss round at `now`; RTT samples of packets sent before
     /// it no longer describe the queue.
     fn set_loss_epoch(&mut self, now: Instant) {
@@ -591,6 +703,9 @@ impl Controller for Ctcp {
         }
         if !self.in_startup {
             if app_limited {
+                return;
+            }
+            if self.drain_standing_queue(now, rtt) {
                 return;
             }
             self.acked_towards_increase = self.acked_towards_increase.saturating_add(bytes);
