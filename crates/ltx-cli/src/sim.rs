@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
+use ltx_proto::Profile;
 use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
@@ -46,6 +47,14 @@ pub(crate) struct RunArgs {
     /// Flows sharing the bottleneck.
     #[arg(long, default_value_t = 1)]
     flows: usize,
+    /// The controller and redundancy preset of every flow: ltx (default),
+    /// lt-tcp, ccp, dfec, ctcp, fectcp, newreno, cubic or bbr.
+    #[arg(long, default_value = "ltx", conflicts_with = "mix")]
+    profile: Profile,
+    /// Presets of the flows, comma-separated, cycled over them (e.g.
+    /// `--flows 4 --mix ltx,cubic`: flows 1 and 3 run ltx, 2 and 4 cubic).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    mix: Vec<Profile>,
     /// Bottleneck queue (e.g. 1bdp, 100pkt, 64KB, unlimited).
     #[arg(long, default_value = "1bdp", value_parser = parse_queue)]
     queue: QueueSpec,
@@ -71,6 +80,9 @@ pub(crate) struct MatrixArgs {
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The controller and redundancy preset (see `ltx sim run --help`).
+    #[arg(long, default_value = "ltx")]
+    profile: Profile,
     /// Print one JSON object per cell instead of tables.
     #[arg(long)]
     json: bool,
@@ -96,6 +108,13 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
     if args.flows == 0 {
         bail!("--flows must be at least 1");
     }
+    if args.mix.len() > args.flows {
+        bail!(
+            "--mix names {} profiles but --flows is {}: each flow runs one profile",
+            args.mix.len(),
+            args.flows
+        );
+    }
     if args.size == 0 {
         bail!("--size must be at least 1 byte: an empty transfer has no goodput or overhead to measure");
     }
@@ -113,8 +132,11 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         queue: args.queue,
         ecn: args.ecn,
         trace: args.trace.is_some(),
+        transport: args.profile.transport_config(),
+        per_flow: args.mix.iter().map(|p| p.transport_config()).collect(),
         ..Scenario::default()
     };
+    let profiles = flow_profiles(args);
     let started = std::time::Instant::now();
     let result = scenario.run().context("building the scenario")?;
     let cpu_s = started.elapsed().as_secs_f64();
@@ -122,17 +144,27 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         write_trace(path, &result).with_context(|| format!("writing {}", path.display()))?;
     }
     if args.json {
-        let mut object = result_json(&result);
+        let mut object = result_json(&scenario, &result, &profiles);
         object.insert("seed".into(), json!(args.seed));
         object.insert("wall_s".into(), json!(round(cpu_s, 3)));
         println!("{}", Value::Object(object));
     } else {
-        print_summary(&scenario, &result, cpu_s);
+        print_summary(&scenario, &result, &profiles, cpu_s);
     }
     if !result.verified {
         bail!("the transfer was not delivered intact (seed {})", args.seed);
     }
     Ok(())
+}
+
+/// The profile each flow of `args` runs.
+fn flow_profiles(args: &RunArgs) -> Vec<Profile> {
+    (0..args.flows)
+        .map(|flow| match args.mix.len() {
+            0 => args.profile,
+            n => args.mix[flow % n],
+        })
+        .collect()
 }
 
 fn write_trace(path: &PathBuf, result: &ScenarioResult) -> anyhow::Result<()> {
@@ -153,8 +185,14 @@ fn round(x: f64, digits: i32) -> f64 {
     (x * scale).round() / scale
 }
 
-fn result_json(result: &ScenarioResult) -> Map<String, Value> {
+fn result_json(
+    scenario: &Scenario,
+    result: &ScenarioResult,
+    profiles: &[Profile],
+) -> Map<String, Value> {
     let mut o = Map::new();
+    let names: Vec<&str> = profiles.iter().map(|p| p.name()).collect();
+    o.insert("profile".into(), json!(names.join(",")));
     o.insert(
         "completion_s".into(),
         json!(result.completion_s.map(|c| round(c, 4))),
@@ -181,13 +219,17 @@ fn result_json(result: &ScenarioResult) -> Map<String, Value> {
         o.insert("jain".into(), json!(round(j, 4)));
     }
     if result.flows.len() > 1 || result.flows.iter().any(|f| f.error.is_some()) {
+        let fair = scenario.fair_share_bps();
         let flows: Vec<Value> = result
             .flows
             .iter()
-            .map(|f| {
+            .zip(profiles)
+            .map(|(f, profile)| {
                 json!({
+                    "profile": profile.name(),
                     "completion_s": f.completion_s.map(|c| round(c, 4)),
                     "goodput_bps": f.goodput_bps.round(),
+                    "share": round(f.goodput_bps / fair, 4),
                     "overhead": round(f.overhead, 4),
                     "verified": f.verified,
                     "error": f.error,
@@ -209,14 +251,16 @@ fn result_json(result: &ScenarioResult) -> Map<String, Value> {
     o
 }
 
-fn print_summary(scenario: &Scenario, result: &ScenarioResult, cpu_s: f64) {
+fn print_summary(scenario: &Scenario, result: &ScenarioResult, profiles: &[Profile], cpu_s: f64) {
+    let names: Vec<&str> = profiles.iter().map(|p| p.name()).collect();
     println!(
-        "path: {} Mbit/s, RTT {} ms, loss {:.1} % (burst {}), {} flow(s), {} bytes each",
+        "path: {} Mbit/s, RTT {} ms, loss {:.1} % (burst {}), {} flow(s) ({}), {} bytes each",
         scenario.rate_bps as f64 / 1e6,
         scenario.rtt.as_millis(),
         scenario.loss * 100.0,
         scenario.burst,
         scenario.flows,
+        names.join(","),
         scenario.size
     );
     match (result.completion_s, result.ratio) {
@@ -239,6 +283,17 @@ fn print_summary(scenario: &Scenario, result: &ScenarioResult, cpu_s: f64) {
     );
     if let Some(j) = result.jain {
         println!("jain {j:.3}");
+    }
+    if result.flows.len() > 1 {
+        let fair = scenario.fair_share_bps();
+        for (i, (flow, profile)) in result.flows.iter().zip(profiles).enumerate() {
+            println!(
+                "flow {}: {profile}, goodput {:.2} Mbit/s, share {:.3}",
+                i + 1,
+                flow.goodput_bps / 1e6,
+                flow.goodput_bps / fair
+            );
+        }
     }
     println!(
         "verified: {}; simulated {:.1} s in {:.2} s of CPU",
@@ -285,6 +340,9 @@ fn run_matrix(args: &MatrixArgs) -> anyhow::Result<()> {
             losses: &[0.0, 0.05, 0.10, 0.20, 0.30, 0.40, 0.50],
         },
     ];
+    if !args.json {
+        println!("profile: {}", args.profile);
+    }
     let mut all_verified = true;
     for (index, table) in tables.iter().enumerate() {
         let size = if index == 1 { args.size } else { 10_000_000 };
@@ -317,12 +375,13 @@ fn run_matrix(args: &MatrixArgs) -> anyhow::Result<()> {
                     burst,
                     size,
                     seed: args.seed,
+                    transport: args.profile.transport_config(),
                     ..Scenario::default()
                 };
                 let result = scenario.run()?;
                 all_verified &= result.verified;
                 if args.json {
-                    let mut o = result_json(&result);
+                    let mut o = result_json(&scenario, &result, &[args.profile]);
                     o.insert("table".into(), json!(table.title));
                     o.insert("loss".into(), json!(loss));
                     o.insert("pattern".into(), json!(name));

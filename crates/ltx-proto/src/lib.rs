@@ -13,6 +13,7 @@
 //! - [`rtt`]: round-trip time estimation.
 //! - [`recovery`]: the loss estimator and the redundancy policy.
 //! - [`congestion`]: the [`congestion::Controller`] trait and its controllers.
+//! - [`profile`]: named presets of controller and redundancy policy.
 //!
 //! How reliability works: stream data (and flow-control frames) travel in
 //! *source symbols*, each sent exactly once. The sender also sends *repair
@@ -29,6 +30,7 @@ mod connection;
 pub mod event;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod profile;
 pub mod protection;
 pub mod recovery;
 pub mod rtt;
@@ -39,4 +41,5 @@ pub use connection::{
     symbol_size, Connection, ConnectionStats, EcnCodepoint, ReadOutcome, StreamError, Transmit,
 };
 pub use event::{CloseReason, Event, TraceEvent};
+pub use profile::{Profile, UnknownProfile};
 pub use wire::{Side, StreamId};

@@ -38,8 +38,13 @@ pub struct Scenario {
     pub ecn: bool,
     /// Whether to record trace events.
     pub trace: bool,
-    /// The transport configuration of every endpoint.
+    /// The transport configuration of every endpoint, unless `per_flow`
+    /// gives flows their own.
     pub transport: TransportConfig,
+    /// Transport configurations of the flows' endpoints, cycled over the
+    /// flows (flow `i` runs `per_flow[i % len]`, so a mix of controllers
+    /// shares one bottleneck); empty: every flow runs `transport`.
+    pub per_flow: Vec<TransportConfig>,
     /// Faults beyond loss, on both directions.
     pub faults: Faults,
     /// Simulated time after which an unfinished transfer counts as "did
@@ -76,6 +81,7 @@ impl Default for Scenario {
             ecn: false,
             trace: false,
             transport: TransportConfig::default(),
+            per_flow: Vec::new(),
             faults: Faults::default(),
             deadline: None,
         }
@@ -168,6 +174,20 @@ pub enum ScenarioError {
 }
 
 impl Scenario {
+    /// The transport configuration flow `flow` runs.
+    pub fn transport_of(&self, flow: usize) -> &TransportConfig {
+        match self.per_flow.len() {
+            0 => &self.transport,
+            n => &self.per_flow[flow % n],
+        }
+    }
+
+    /// One flow's fair share of what the bottleneck carries, bits per
+    /// second: `C·(1−p) / flows`.
+    pub fn fair_share_bps(&self) -> f64 {
+        self.rate_bps as f64 * (1.0 - self.loss) / self.flows.max(1) as f64
+    }
+
     /// The ideal completion time T* of one flow's transfer (its fair share
     /// of the bottleneck).
     pub fn ideal(&self) -> Duration {
@@ -216,10 +236,10 @@ impl Scenario {
             return Err(ScenarioError::NoFlows);
         }
         let epoch = Instant::now();
-        let mut transport = self.transport.clone();
-        transport.trace = true;
         let mut pairs = Vec::new();
         for flow in 0..self.flows as u64 {
+            let mut transport = self.transport_of(flow as usize).clone();
+            transport.trace = true;
             let seed = self.seed.wrapping_mul(1000).wrapping_add(flow);
             let client = Connection::client(transport.clone(), epoch, seed)?;
             let server = Connection::server(transport.clone(), epoch, seed ^ 0xa5a5)?;

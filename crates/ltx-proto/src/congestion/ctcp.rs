@@ -70,6 +70,21 @@
 //! # Pacing
 //!
 //! In start-up as above; after it, `1.25 × cwnd / smoothed RTT`.
+//!
+//! # The seed's rule alone
+//!
+//! Everything above but the back-off `cwnd ← cwnd × RTTmin / RTT` and the
+//! additive increase is ltx's own: the measuring start-up, the standing
+//! queue as the minimum since the last reduction, leaving random loss alone
+//! on an empty queue, the floor on loss above the baseline, the ECN factor.
+//! This is the default, the `ltx` profile. [`CtcpConfig::seed_rule`] turns
+//! the additions off and gives seed 003's rule as the seed states it, the
+//! `ctcp` profile: slow start from ten datagrams until the first loss; then
+//! one datagram per window; and on every loss, once per round trip,
+//! `cwnd ← cwnd × RTTmin / sRTT` — it "never ignores packet loss", and on a
+//! link without noise, where losses come from a full queue, it halves like
+//! standard TCP. The seed says nothing of ECN; a CE mark is answered by the
+//! same rule, as RFC 3168 answers it like a loss.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -89,6 +104,7 @@ pub struct CtcpConfig {
     delay_exit_extra: Duration,
     rate_hint: Option<u64>,
     queue_target: Option<f64>,
+    seed_rule: bool,
 }
 
 impl Default for CtcpConfig {
@@ -103,11 +119,30 @@ impl Default for CtcpConfig {
             delay_exit_extra: Duration::from_millis(2),
             rate_hint: None,
             queue_target: Some(0.25),
+            seed_rule: false,
         }
     }
 }
 
 impl CtcpConfig {
+    /// Seed 003's rule alone, without ltx's additions (see the module
+    /// docs): slow start from 10 datagrams, additive increase, and
+    /// `cwnd ← cwnd × RTTmin / sRTT` on every loss or mark, once per round
+    /// trip.
+    pub fn seed_rule() -> Self {
+        Self {
+            initial_window_packets: 10,
+            seed_rule: true,
+            queue_target: None,
+            ..Self::default()
+        }
+    }
+
+    /// Whether this is seed 003's rule alone ([`CtcpConfig::seed_rule`]).
+    pub fn is_seed_rule(&self) -> bool {
+        self.seed_rule
+    }
+
     /// The initial window in datagrams (default 32, at least 2): more than
     /// TCP's 10, because its ACKs are what start-up measures the path with,
     /// and on a lossy path ten packets give too few pairs.
@@ -681,6 +716,21 @@ impl Ctcp {
         true
     }
 
+    /// Seed 003's back-off: `cwnd ← cwnd × RTTmin / sRTT`, ending slow
+    /// start, and a new round at `now`.
+    fn seed_back_off(&mut self, now: Instant, rtt: &RttEstimator) {
+        let srtt = rtt.smoothed().as_secs_f64();
+        let factor = if srtt > 0.0 {
+            (rtt.min().as_secs_f64() / srtt).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        self.in_startup = false;
+        self.scale(factor);
+        self.set_loss_epoch(now);
+        self.ecn_epoch = Some(now);
+    }
+
     /// Starts a new loss round at `now`; RTT samples of packets sent before
     /// it no longer describe the queue.
     fn set_loss_epoch(&mut self, now: Instant) {
@@ -700,6 +750,12 @@ impl Controller for Ctcp {
     ) {
         if self.loss_epoch.is_none_or(|epoch| sent > epoch) {
             self.standing.on_sample(now, rtt.latest(), rtt.smoothed());
+        }
+        if self.in_startup && self.config.seed_rule {
+            if !app_limited {
+                self.window = self.window.saturating_add(bytes);
+            }
+            return;
         }
         if !self.in_startup {
             if app_limited {
@@ -802,6 +858,10 @@ impl Controller for Ctcp {
         if self.loss_epoch.is_some_and(|epoch| largest_sent <= epoch) {
             return;
         }
+        if self.config.seed_rule {
+            self.seed_back_off(now, rtt);
+            return;
+        }
         if self.in_startup {
             // Random loss says nothing about the queue; the delay test does.
             if above_baseline {
@@ -842,6 +902,12 @@ impl Controller for Ctcp {
         if newly_ce == 0 || self.ecn_epoch.is_some_and(|epoch| largest_sent <= epoch) {
             return;
         }
+        if self.config.seed_rule {
+            if self.loss_epoch.is_none_or(|epoch| largest_sent > epoch) {
+                self.seed_back_off(now, rtt);
+            }
+            return;
+        }
         if self.in_startup {
             self.exit_startup(now, rtt);
             if self.max_rate.is_none() {
@@ -872,6 +938,10 @@ impl Controller for Ctcp {
     fn pacing_rate(&self, rtt: &RttEstimator) -> Option<u64> {
         let srtt = rtt.smoothed().as_secs_f64().max(1e-6);
         let by_window = self.window as f64 / srtt;
+        if self.in_startup && self.config.seed_rule {
+            let rate = self.config.startup_pacing_gain * by_window;
+            return Some((rate as u64).max(1));
+        }
         if self.in_startup {
             // Start-up measures the bottleneck from the spacing of ACKs,
             // which shows it only while packets leave faster than it
@@ -901,6 +971,108 @@ impl Controller for Ctcp {
     }
 
     fn name(&self) -> &'static str {
-        "ctcp"
+        if self.config.seed_rule {
+            "ctcp"
+        } else {
+            "ltx"
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::congestion::test_path::{run, TestPath};
+
+    const MTU: u16 = 1200;
+
+    fn seed_rule(now: Instant) -> Ctcp {
+        Ctcp::new(Arc::new(CtcpConfig::seed_rule()), now, MTU)
+    }
+
+    fn rtt_of(min_ms: u64, smoothed_ms: u64) -> RttEstimator {
+        let mut rtt = RttEstimator::new(Duration::from_millis(min_ms));
+        rtt.update(Duration::ZERO, Duration::from_millis(min_ms));
+        for _ in 0..200 {
+            rtt.update(Duration::ZERO, Duration::from_millis(smoothed_ms));
+        }
+        rtt
+    }
+
+    #[test]
+    fn seed_rule_scales_by_rtt_min_over_rtt_once_per_round() {
+        let start = Instant::now();
+        let mut cc = seed_rule(start);
+        assert_eq!(cc.name(), "ctcp");
+        assert_eq!(cc.window(), 10 * 1200);
+        cc.window = 100 * 1200;
+        // A full queue doubled the RTT: the window halves, as TCP's would.
+        let rtt = rtt_of(100, 200);
+        let at = start + Duration::from_millis(300);
+        for i in 0..5 {
+            cc.on_loss(at, start + Duration::from_millis(i), 1200, false, &rtt);
+        }
+        assert!(!cc.in_startup());
+        let halved = cc.window() as f64 / (100.0 * 1200.0);
+        assert!((halved - 0.5).abs() < 0.01, "ratio {halved}");
+    }
+
+    #[test]
+    fn seed_rule_never_ignores_a_loss_but_random_loss_costs_little() {
+        let start = Instant::now();
+        let mut cc = seed_rule(start);
+        cc.window = 100 * 1200;
+        // RTT 5 % above its minimum: each round's loss costs about 5 %.
+        let rtt = rtt_of(100, 105);
+        let mut now = start;
+        for _ in 0..3 {
+            let sent = now + Duration::from_millis(1);
+            now += Duration::from_millis(110);
+            cc.on_loss(now, sent, 1200, false, &rtt);
+        }
+        let ratio = cc.window() as f64 / (100.0 * 1200.0);
+        let expected = (100.0f64 / 105.0).powi(3);
+        assert!(
+            (ratio - expected).abs() < 0.01,
+            "ratio {ratio}, expected {expected}"
+        );
+    }
+
+    #[test]
+    fn the_default_leaves_random_loss_on_an_empty_queue_alone() {
+        // The other side of the pair: ltx's addition skips the back-off
+        // the seed rule applies.
+        let start = Instant::now();
+        let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), start, MTU);
+        assert_eq!(cc.name(), "ltx");
+        cc.in_startup = false;
+        cc.window = 100 * 1200;
+        let rtt = rtt_of(100, 105);
+        for i in 0..10u32 {
+            let at = start + Duration::from_millis(100 + u64::from(i));
+            cc.on_ack(at, at - Duration::from_millis(100), 1200, false, &rtt);
+        }
+        let before = cc.window();
+        let at = start + Duration::from_millis(300);
+        cc.on_loss(at, at - Duration::from_millis(100), 1200, false, &rtt);
+        assert_eq!(cc.window(), before);
+    }
+
+    #[test]
+    fn seed_rule_keeps_a_lossy_path_busier_than_halving() {
+        // 2 % random loss on a path with a short queue: the back-off is
+        // mild, so the window stays near the BDP.
+        let mut path = TestPath::new(48, 100, 0.25);
+        path.loss = 0.02;
+        let start = Instant::now();
+        let mut cc = seed_rule(start);
+        let out = run(&mut cc, &path, start, Duration::from_secs(60), 4);
+        let late = out.windows_between(Duration::from_secs(30), Duration::from_secs(60));
+        let mean = late.iter().sum::<u64>() / late.len() as u64;
+        assert!(
+            mean > path.bdp() / 2,
+            "mean window {mean}, BDP {}",
+            path.bdp()
+        );
     }
 }

@@ -1,0 +1,72 @@
+//! `ltx sim run --profile` and `--mix`: what the command accepts, refuses,
+//! and reports per flow.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ltx"))
+        .args(["sim", "run", "--rate", "20mbit", "--rtt", "20ms"])
+        .args(["--size", "300KB", "--seed", "3", "--json"])
+        .args(args)
+        .output()
+        .expect("the ltx binary runs")
+}
+
+fn json_of(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
+#[test]
+fn a_mix_is_cycled_over_the_flows_and_each_flow_reports_its_share() {
+    let result = json_of(&sim(&["--flows", "3", "--mix", "ltx,cubic"]));
+    assert_eq!(result["profile"], "ltx,cubic,ltx");
+    let flows = result["flows"].as_array().expect("per-flow results");
+    let profiles: Vec<&str> = flows
+        .iter()
+        .map(|f| f["profile"].as_str().unwrap())
+        .collect();
+    assert_eq!(profiles, ["ltx", "cubic", "ltx"]);
+    let fair = 20e6 / 3.0;
+    for flow in flows {
+        let goodput = flow["goodput_bps"].as_f64().unwrap();
+        let share = flow["share"].as_f64().unwrap();
+        assert!(goodput > 0.0);
+        assert!((share - goodput / fair).abs() < 1e-3, "{flow}");
+    }
+    assert!(result["jain"].as_f64().is_some());
+    assert!(result["queue_delay_p95_ms"].as_f64().is_some());
+    assert!(result["queue_loss"].as_f64().is_some());
+}
+
+#[test]
+fn a_single_profile_is_named_in_the_result() {
+    let result = json_of(&sim(&["--profile", "bbr"]));
+    assert_eq!(result["profile"], "bbr");
+    assert_eq!(result["verified"], true);
+}
+
+#[test]
+fn an_unknown_profile_is_refused_with_the_valid_names() {
+    let output = sim(&["--profile", "vegas"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for name in [
+        "ltx", "lt-tcp", "ccp", "dfec", "ctcp", "fectcp", "newreno", "cubic", "bbr",
+    ] {
+        assert!(stderr.contains(name), "{stderr}");
+    }
+}
+
+#[test]
+fn a_mix_longer_than_the_flows_is_refused() {
+    let output = sim(&["--flows", "1", "--mix", "ltx,cubic"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--mix names 2 profiles"));
+}

@@ -1,0 +1,185 @@
+//! Presets: a congestion controller and a redundancy policy under one
+//! name, for the command line and for side-by-side measurements.
+//!
+//! Every preset for now pairs its controller with the default redundancy
+//! policy ([`RedundancyConfig::default`]); the seeds' own redundancy
+//! policies (LT-TCP's PFEC/RFEC provisioning, TCP-dFEC's 1 ± δ ratio,
+//! FECTCP's fixed code overhead) are later work, so a preset reproduces its
+//! seed's window control, not yet its coding.
+//!
+//! [`RedundancyConfig::default`]: crate::recovery::RedundancyConfig
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use crate::congestion::{
+    BbrConfig, CcpConfig, ControllerFactory, CtcpConfig, CubicConfig, FectcpConfig, LtTcpConfig,
+    NewRenoConfig,
+};
+use crate::TransportConfig;
+
+/// A named controller and redundancy policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Profile {
+    /// ltx's own design, the default: the Coded TCP back-off on a standing
+    /// queue, a start-up that measures the bottleneck, an ECN response
+    /// ([`CtcpConfig::default`]).
+    #[default]
+    Ltx,
+    /// Seed 000 (LT-TCP): a TCP window that answers ECN CE marks only
+    /// ([`LtTcpConfig`]); it never backs off behind a queue that drops
+    /// without marking, as the seed assumes ECN.
+    LtTcp,
+    /// Seed 001 (CCP): delay-based control holding the queue at a tenth of
+    /// the largest queue seen ([`CcpConfig`]); the control law is a reading
+    /// of the seed's `f(storage, inFlight)`, which its material leaves
+    /// unstated.
+    Ccp,
+    /// Seed 002 (TCP-dFEC): standard TCP window control, which the seed
+    /// keeps, as [`NewRenoConfig`]; the seed's XOR FEC steered by 1 ± δ is
+    /// not yet its redundancy policy.
+    Dfec,
+    /// Seed 003 (Coded TCP): the rule `cwnd ← cwnd × RTTmin / RTT` alone,
+    /// without ltx's additions ([`CtcpConfig::seed_rule`]).
+    Ctcp,
+    /// Seed 004 (FECTCP): window control by time-outs
+    /// `ΔT = (1 + β)(sRTT + σ)` that hide isolated losses
+    /// ([`FectcpConfig`]); it reduces once per round trip where the seed
+    /// halves on every time-out.
+    Fectcp,
+    /// NewReno (RFC 5681, 6582): the loss-based baseline ([`NewRenoConfig`]).
+    NewReno,
+    /// CUBIC (RFC 9438): the loss-based baseline most hosts run
+    /// ([`CubicConfig`]).
+    Cubic,
+    /// BBR, version 1 shape: model-based and tolerant of random loss
+    /// ([`BbrConfig`]).
+    Bbr,
+}
+
+/// A profile name that is not one of [`Profile::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown profile '{0}' (valid: ltx, lt-tcp, ccp, dfec, ctcp, fectcp, newreno, cubic, bbr)")]
+pub struct UnknownProfile(pub String);
+
+impl Profile {
+    /// Every profile, the default first.
+    pub const ALL: [Profile; 9] = [
+        Profile::Ltx,
+        Profile::LtTcp,
+        Profile::Ccp,
+        Profile::Dfec,
+        Profile::Ctcp,
+        Profile::Fectcp,
+        Profile::NewReno,
+        Profile::Cubic,
+        Profile::Bbr,
+    ];
+
+    /// The profile's name, as [`FromStr`] reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Ltx => "ltx",
+            Profile::LtTcp => "lt-tcp",
+            Profile::Ccp => "ccp",
+            Profile::Dfec => "dfec",
+            Profile::Ctcp => "ctcp",
+            Profile::Fectcp => "fectcp",
+            Profile::NewReno => "newreno",
+            Profile::Cubic => "cubic",
+            Profile::Bbr => "bbr",
+        }
+    }
+
+    /// The profile's congestion controller.
+    pub fn controller(self) -> Arc<dyn ControllerFactory> {
+        match self {
+            Profile::Ltx => Arc::new(CtcpConfig::default()),
+            Profile::LtTcp => Arc::new(LtTcpConfig::default()),
+            Profile::Ccp => Arc::new(CcpConfig::default()),
+            Profile::Dfec | Profile::NewReno => Arc::new(NewRenoConfig::default()),
+            Profile::Ctcp => Arc::new(CtcpConfig::seed_rule()),
+            Profile::Fectcp => Arc::new(FectcpConfig::default()),
+            Profile::Cubic => Arc::new(CubicConfig::default()),
+            Profile::Bbr => Arc::new(BbrConfig::default()),
+        }
+    }
+
+    /// Sets `config`'s controller and redundancy policy to the profile's,
+    /// leaving its other settings alone.
+    pub fn apply(self, config: &mut TransportConfig) {
+        config.congestion = self.controller();
+        config.redundancy = Default::default();
+    }
+
+    /// The default transport configuration with the profile's controller
+    /// and redundancy policy.
+    pub fn transport_config(self) -> TransportConfig {
+        let mut config = TransportConfig::default();
+        self.apply(&mut config);
+        config
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Profile {
+    type Err = UnknownProfile;
+
+    fn from_str(s: &str) -> Result<Profile, UnknownProfile> {
+        let wanted = s.trim().to_ascii_lowercase();
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.name() == wanted)
+            .ok_or_else(|| UnknownProfile(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+
+    #[test]
+    fn every_name_reads_back() {
+        for profile in Profile::ALL {
+            assert_eq!(profile.name().parse::<Profile>(), Ok(profile));
+            assert_eq!(profile.to_string(), profile.name());
+        }
+        assert_eq!("LT-TCP".parse::<Profile>(), Ok(Profile::LtTcp));
+        assert_eq!(Profile::default(), Profile::Ltx);
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_valid_ones() {
+        let err = "reno".parse::<Profile>().unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("'reno'"), "{message}");
+        for profile in Profile::ALL {
+            assert!(
+                message.contains(profile.name()),
+                "{message} lacks {profile}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_profile_builds_its_controller() {
+        let now = Instant::now();
+        let expected = [
+            "ltx", "lt-tcp", "ccp", "newreno", "ctcp", "fectcp", "newreno", "cubic", "bbr",
+        ];
+        for (profile, name) in Profile::ALL.into_iter().zip(expected) {
+            let config = profile.transport_config();
+            assert!(config.validate().is_ok());
+            let controller = config.congestion.build(now, config.max_datagram);
+            assert_eq!(controller.name(), name, "{profile}");
+        }
+    }
+}
