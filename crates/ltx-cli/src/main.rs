@@ -8,6 +8,7 @@ mod bench;
 mod demo;
 mod exit;
 mod files;
+mod keys;
 mod live;
 mod realtime;
 mod recv;
@@ -30,6 +31,9 @@ enum Command {
     /// Transfer a generated payload over an emulated lossy long-delay path
     /// on loopback (no root, no configuration) and show how it went.
     Demo(demo::DemoArgs),
+    /// Make a key pair for `ltx recv` / `ltx send` (--key): writes the
+    /// private key to a new file (mode 0600) and prints the public key.
+    Keygen(keys::KeygenArgs),
     /// Receive files from `ltx send`.
     Recv(recv::RecvArgs),
     /// Send files to `ltx recv` (resumes a partial file from an earlier run).
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(command) => bench::run(command),
         Command::Demo(args) => demo::run(&args),
+        Command::Keygen(args) => keys::run_keygen(&args),
         Command::Recv(args) => recv::run(&args),
         Command::Send(args) => send::run(&args),
         Command::Sim(command) => sim::run(command),
