@@ -387,3 +387,21 @@ fn a_sender_not_allowed_hears_nothing_and_an_allowed_one_delivers() {
             == std::fs::read(&file).expect("the original")
     );
 }
+
+#[test]
+fn a_receiver_with_a_preshared_key_takes_only_senders_that_have_it() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let file = tmp.path().join("f");
+    std::fs::write(&file, random_bytes(10_000, 3)).expect("write");
+    let psk_file = tmp.path().join("psk");
+    std::fs::write(&psk_file, format!("{}\n", "5a".repeat(32))).expect("write");
+    let psk = psk_file.to_string_lossy().into_owned();
+    let out = tmp.path().join("out");
+    let (receiver, target) = start_receiver(&out, &["--psk", &psk]);
+    let without = send(&[&file], &target, &["--timeout", "1s"]);
+    assert_eq!(without.status.code(), Some(3), "{without:?}");
+    let sent = send(&[&file], &target, &["--psk", &psk]);
+    assert!(sent.status.success(), "{sent:?}");
+    let received = finish(receiver, Duration::from_secs(60));
+    assert!(received.status.success(), "{received:?}");
+}
