@@ -36,7 +36,9 @@ impl Failure {
         match reason {
             CloseReason::HandshakeTimeout => Failure::Unreachable,
             CloseReason::IdleTimeout => Failure::TimedOut,
-            CloseReason::ByPeer { .. } | CloseReason::ProtocolViolation(_) => Failure::Refused,
+            CloseReason::ByPeer { .. }
+            | CloseReason::ProtocolViolation(_)
+            | CloseReason::HandshakeRefused(_) => Failure::Refused,
             CloseReason::LocallyClosed | CloseReason::LocallyAborted { .. } => Failure::Other,
         }
     }

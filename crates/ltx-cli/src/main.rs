@@ -9,6 +9,7 @@ mod demo;
 mod emu;
 mod exit;
 mod files;
+mod keys;
 mod live;
 mod realtime;
 mod recv;
@@ -33,6 +34,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Emulate a path between two network namespaces in real time (root).
     Emu(emu::EmuArgs),
+    /// Make a key pair for `ltx recv` / `ltx send` (--key): writes the
+    /// private key to a new file (mode 0600) and prints the public key.
+    Keygen(keys::KeygenArgs),
     /// Receive files from `ltx send`.
     Recv(recv::RecvArgs),
     /// Send files to `ltx recv` (resumes a partial file from an earlier run).
@@ -48,6 +52,7 @@ fn main() -> ExitCode {
         Command::Bench(command) => bench::run(command),
         Command::Demo(args) => demo::run(&args),
         Command::Emu(args) => emu::run(&args),
+        Command::Keygen(args) => keys::run_keygen(&args),
         Command::Recv(args) => recv::run(&args),
         Command::Send(args) => send::run(&args),
         Command::Sim(command) => sim::run(command),

@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressDrawTarget};
-use ltx::{Connection, Endpoint, EndpointConfig};
+use ltx::{Connection, Endpoint, EndpointConfig, Security};
 use ltx_sim::units::{parse_duration, parse_size};
 use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::exit::{Failed, Failure};
 use crate::files::{self, Phase, ReceiveOptions, Received};
+use crate::keys::KeyArgs;
 use crate::live;
 
 /// The arguments of `ltx recv`.
@@ -45,19 +46,25 @@ pub(crate) struct RecvArgs {
     /// Print one JSON object per connection instead of progress bars.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    keys: KeyArgs,
 }
 
 /// Runs `ltx recv`.
 pub(crate) fn run(args: &RecvArgs) -> anyhow::Result<()> {
+    let security = args.keys.receiver()?;
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("creating {}", args.dir.display()))
         .context(Failed(Failure::LocalFile))?;
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
-    runtime.block_on(serve(args))
+    runtime.block_on(serve(args, security))
 }
 
-async fn serve(args: &RecvArgs) -> anyhow::Result<()> {
+async fn serve(args: &RecvArgs, security: ltx::SecurityConfig) -> anyhow::Result<()> {
+    let public_key = security.keypair.public();
+    let allowed = security.allowed_clients.as_ref().map(|a| a.len());
     let mut config = EndpointConfig::server();
+    config.security = Security::Noise(security);
     config.transport.idle_timeout = args.timeout;
     let endpoint = Endpoint::bind(args.listen, config)
         .with_context(|| format!("listening on {}", args.listen))?;
@@ -67,9 +74,13 @@ async fn serve(args: &RecvArgs) -> anyhow::Result<()> {
         MultiProgress::new()
     };
     // On stderr even with --json, so that a script that asked for port 0
-    // learns the port.
+    // learns the port (and the key senders need).
+    let accepting = match allowed {
+        Some(n) => format!("from the {n} allowed sender key(s)"),
+        None => "from any sender that has the key".into(),
+    };
     eprintln!(
-        "receiving into {} on {} (UDP)",
+        "receiving into {} on {} (UDP) {accepting}, public key {public_key}",
         args.dir.display(),
         endpoint.local_addr()
     );

@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
-use ltx::{Connection, Endpoint, EndpointConfig};
+use ltx::{Connection, Endpoint, EndpointConfig, Security};
 use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
 use tokio::task::JoinSet;
 
 use crate::exit::{Failed, Failure};
 use crate::files::{self, Phase, PlannedFile, Sent};
+use crate::keys::{KeyArgs, NO_ANSWER_HINT};
 use crate::live;
 
 /// Files sent at once; more wait their turn (each file's exchange costs a
@@ -43,6 +44,8 @@ pub(crate) struct SendArgs {
     /// Print one JSON object with the summary instead of progress bars.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    keys: KeyArgs,
 }
 
 /// Runs `ltx send`.
@@ -51,6 +54,7 @@ pub(crate) fn run(args: &SendArgs) -> anyhow::Result<()> {
         .operands
         .split_last()
         .expect("clap requires two operands");
+    let (security, peer) = args.keys.sender()?;
     let paths: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
     let plan = files::plan_transfers(&paths, args.recursive)
         .map_err(|e| anyhow::Error::new(e).context(Failed(Failure::LocalFile)))?;
@@ -61,10 +65,16 @@ pub(crate) fn run(args: &SendArgs) -> anyhow::Result<()> {
         eprintln!("skipping {}: {reason}", path.display());
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
-    runtime.block_on(send_all(args, target, plan.files))
+    runtime.block_on(send_all(args, target, plan.files, security, peer))
 }
 
-async fn send_all(args: &SendArgs, target: &str, files: Vec<PlannedFile>) -> anyhow::Result<()> {
+async fn send_all(
+    args: &SendArgs,
+    target: &str,
+    files: Vec<PlannedFile>,
+    security: ltx::SecurityConfig,
+    peer: ltx::PublicKey,
+) -> anyhow::Result<()> {
     let server = resolve(target).await?;
     let local: SocketAddr = if server.is_ipv4() {
         "0.0.0.0:0".parse()?
@@ -72,6 +82,7 @@ async fn send_all(args: &SendArgs, target: &str, files: Vec<PlannedFile>) -> any
         "[::]:0".parse()?
     };
     let mut config = EndpointConfig::client();
+    config.security = Security::Noise(security);
     config.transport.idle_timeout = args.timeout;
     if let Some(rate) = args.rate_hint {
         config.transport.congestion = live::hinted_controller(rate);
@@ -86,9 +97,19 @@ async fn send_all(args: &SendArgs, target: &str, files: Vec<PlannedFile>) -> any
     connecting.set_message(format!("connecting to {server}"));
     connecting.enable_steady_tick(Duration::from_millis(120));
     let started = Instant::now();
-    let connection = endpoint.connect(server).await.map_err(|e| {
+    let connection = endpoint.connect(server, peer).await.map_err(|e| {
         let waited = started.elapsed().as_secs_f64();
-        anyhow::Error::new(e).context(format!("connecting to {server} (waited {waited:.1} s)"))
+        let unanswered = matches!(
+            e,
+            ltx::ConnectError::Closed(ltx::CloseReason::HandshakeTimeout)
+        );
+        let e = anyhow::Error::new(e);
+        let e = if unanswered {
+            e.context(NO_ANSWER_HINT)
+        } else {
+            e
+        };
+        e.context(format!("connecting to {server} (waited {waited:.1} s)"))
     })?;
     connecting.finish_and_clear();
     let ticker = tokio::spawn(live::show_stats(connection.clone(), bars.clone()));

@@ -29,7 +29,7 @@ fn json_report_has_a_line_per_system_and_comparisons_with_quinn() {
         .iter()
         .filter_map(|line| line["system"].as_str())
         .collect();
-    assert_eq!(systems, ["ltx", "quinn", "tcp"]);
+    assert_eq!(systems, ["ltx", "ltx-plain", "quinn", "tcp"]);
     for line in lines.iter().filter(|line| line.get("system").is_some()) {
         assert_eq!(line["bench"], "loopback");
         assert_eq!(line["bytes"], 4_000_000);
@@ -45,7 +45,10 @@ fn json_report_has_a_line_per_system_and_comparisons_with_quinn() {
         .filter(|line| line.get("compare").is_some())
         .collect();
     let names: Vec<&Value> = comparisons.iter().map(|c| &c["compare"]).collect();
-    assert_eq!(names, ["ltx/quinn", "tcp/quinn"]);
+    assert_eq!(
+        names,
+        ["ltx/quinn", "ltx-plain/quinn", "tcp/quinn", "ltx/ltx-plain"]
+    );
     for comparison in comparisons {
         assert!(comparison["throughput_ratio"].as_f64().is_some());
         assert!(comparison["cpu_per_gb_ratio"].as_f64().is_some());

@@ -14,8 +14,39 @@ fn ltx() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ltx"))
 }
 
-/// A receiver on a free loopback port, and that port's address.
-fn start_receiver(dir: &Path, extra: &[&str]) -> (Child, String) {
+/// Where a receiver listens and the public key senders must name.
+struct Target {
+    addr: String,
+    key: String,
+}
+
+/// Makes a key pair with `ltx keygen --out path`; returns the public key
+/// it printed.
+fn keygen(path: &Path) -> String {
+    let out = ltx()
+        .args(["keygen", "--out"])
+        .arg(path)
+        .output()
+        .expect("running ltx keygen");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A receiver on a free loopback port with a key pair (its file beside
+/// `dir`, made on first use), and where to reach it.
+fn start_receiver(dir: &Path, extra: &[&str]) -> (Child, Target) {
+    let key_file = dir.with_extension("key");
+    // A receiver started again on the same directory keeps its key.
+    let key = if key_file.exists() {
+        let shown = ltx()
+            .args(["keygen", "--show"])
+            .arg(&key_file)
+            .output()
+            .expect("running ltx keygen --show");
+        String::from_utf8_lossy(&shown.stdout).trim().to_owned()
+    } else {
+        keygen(&key_file)
+    };
     let mut child = ltx()
         .args([
             "recv",
@@ -26,6 +57,8 @@ fn start_receiver(dir: &Path, extra: &[&str]) -> (Child, String) {
             "--dir",
         ])
         .arg(dir)
+        .arg("--key")
+        .arg(&key_file)
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -46,7 +79,8 @@ fn start_receiver(dir: &Path, extra: &[&str]) -> (Child, String) {
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_owned();
-    (child, addr)
+    assert!(line.contains(&format!("public key {key}")), "{line}");
+    (child, Target { addr, key })
 }
 
 /// Waits for a child, killing it if it outlives `bound`.
@@ -62,11 +96,12 @@ fn finish(mut child: Child, bound: Duration) -> Output {
     child.wait_with_output().expect("the child's output")
 }
 
-fn send(files: &[&Path], addr: &str, extra: &[&str]) -> Output {
+fn send(files: &[&Path], target: &Target, extra: &[&str]) -> Output {
     let child = ltx()
         .arg("send")
         .args(files)
-        .arg(addr)
+        .arg(&target.addr)
+        .args(["--peer", &target.key])
         .arg("--json")
         .args(extra)
         .stdout(Stdio::piped())
@@ -131,7 +166,10 @@ fn a_receiver_that_does_not_answer_is_reported_with_the_time_waited() {
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let file = tmp.path().join("f");
     std::fs::write(&file, b"data").expect("write");
-    let addr = silent.local_addr().expect("address").to_string();
+    let addr = Target {
+        addr: silent.local_addr().expect("address").to_string(),
+        key: "ab".repeat(32),
+    };
     let sent = send(&[&file], &addr, &["--timeout", "1s"]);
     assert_eq!(sent.status.code(), Some(3), "{sent:?}");
     let stderr = String::from_utf8_lossy(&sent.stderr);
@@ -200,7 +238,8 @@ fn a_sender_killed_mid_transfer_leaves_no_file_and_a_rerun_resumes() {
     let mut sender = ltx()
         .arg("send")
         .arg(&file)
-        .arg(&addr)
+        .arg(&addr.addr)
+        .args(["--peer", &addr.key])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -255,4 +294,114 @@ fn a_sender_killed_mid_transfer_leaves_no_file_and_a_rerun_resumes() {
     );
     assert!(std::fs::read(out.join("disk.img")).expect("read") == data);
     assert!(!partial.exists(), "the partial file outlived the transfer");
+}
+
+#[test]
+fn keygen_writes_a_private_file_once_and_shows_its_public_key() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let path = tmp.path().join("k.key");
+    let public = keygen(&path);
+    assert_eq!(public.len(), 64, "{public}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path)
+            .expect("the key file")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let again = ltx()
+        .args(["keygen", "--out"])
+        .arg(&path)
+        .output()
+        .expect("running ltx keygen");
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("not overwriting"));
+    let shown = ltx()
+        .args(["keygen", "--show"])
+        .arg(&path)
+        .output()
+        .expect("running ltx keygen --show");
+    assert_eq!(String::from_utf8_lossy(&shown.stdout).trim(), public);
+}
+
+#[test]
+fn without_keys_each_side_shows_the_commands_to_make_them() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let recv = ltx()
+        .args(["recv", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(tmp.path())
+        .output()
+        .expect("running ltx recv");
+    assert!(!recv.status.success());
+    let stderr = String::from_utf8_lossy(&recv.stderr);
+    assert!(
+        stderr.contains("ltx keygen --out recv.key") && stderr.contains("ltx recv --key recv.key"),
+        "{stderr}"
+    );
+    let file = tmp.path().join("f");
+    std::fs::write(&file, b"data").expect("write");
+    let send = ltx()
+        .arg("send")
+        .arg(&file)
+        .arg("127.0.0.1:9")
+        .output()
+        .expect("running ltx send");
+    assert!(!send.status.success());
+    let stderr = String::from_utf8_lossy(&send.stderr);
+    assert!(stderr.contains("--peer PUBLIC_KEY"), "{stderr}");
+}
+
+#[test]
+fn a_sender_not_allowed_hears_nothing_and_an_allowed_one_delivers() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let file = tmp.path().join("f");
+    std::fs::write(&file, random_bytes(100_000, 9)).expect("write");
+    let allowed_key = tmp.path().join("allowed.key");
+    let allowed_public = keygen(&allowed_key);
+    let allow_file = tmp.path().join("allow");
+    std::fs::write(
+        &allow_file,
+        format!("# the one sender\n{allowed_public} laptop\n"),
+    )
+    .expect("write");
+    let out = tmp.path().join("out");
+    let allow = allow_file.to_string_lossy().into_owned();
+    let (receiver, target) = start_receiver(&out, &["--allow", &allow]);
+    // A sender with a key of its own that is not on the list.
+    let stranger_key = tmp.path().join("stranger.key");
+    keygen(&stranger_key);
+    let stranger = stranger_key.to_string_lossy().into_owned();
+    let refused = send(&[&file], &target, &["--key", &stranger, "--timeout", "1s"]);
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("does it list this sender's"), "{stderr}");
+    let key = allowed_key.to_string_lossy().into_owned();
+    let sent = send(&[&file], &target, &["--key", &key]);
+    assert!(sent.status.success(), "{sent:?}");
+    let received = finish(receiver, Duration::from_secs(60));
+    assert!(received.status.success(), "{received:?}");
+    assert!(
+        std::fs::read(out.join("f")).expect("the copy")
+            == std::fs::read(&file).expect("the original")
+    );
+}
+
+#[test]
+fn a_receiver_with_a_preshared_key_takes_only_senders_that_have_it() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let file = tmp.path().join("f");
+    std::fs::write(&file, random_bytes(10_000, 3)).expect("write");
+    let psk_file = tmp.path().join("psk");
+    std::fs::write(&psk_file, format!("{}\n", "5a".repeat(32))).expect("write");
+    let psk = psk_file.to_string_lossy().into_owned();
+    let out = tmp.path().join("out");
+    let (receiver, target) = start_receiver(&out, &["--psk", &psk]);
+    let without = send(&[&file], &target, &["--timeout", "1s"]);
+    assert_eq!(without.status.code(), Some(3), "{without:?}");
+    let sent = send(&[&file], &target, &["--psk", &psk]);
+    assert!(sent.status.success(), "{sent:?}");
+    let received = finish(receiver, Duration::from_secs(60));
+    assert!(received.status.success(), "{received:?}");
 }

@@ -116,6 +116,9 @@ pub enum ConfigError {
     /// A repair span of zero.
     #[error("max_repair_span must be at least 1")]
     RepairSpan,
+    /// The handshake could not be started with the keys given.
+    #[error("the handshake could not start: {0}")]
+    Handshake(crate::protection::HandshakeError),
 }
 
 impl TransportConfig {

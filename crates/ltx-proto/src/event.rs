@@ -60,6 +60,10 @@ pub enum CloseReason {
     /// The peer broke the protocol; the connection was closed with this
     /// reason sent to it.
     ProtocolViolation(String),
+    /// A server refused a client's handshake (its key, or the key it
+    /// expected of the server, or the pre-shared key, did not match; or
+    /// its key is not allowed). Nothing was sent to the client.
+    HandshakeRefused(crate::protection::HandshakeError),
 }
 
 /// Error codes carried in CLOSE frames.

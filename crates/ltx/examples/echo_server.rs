@@ -5,6 +5,8 @@
 //! ```
 //!
 //! With no address it binds 127.0.0.1:7000. It serves until interrupted.
+//! Its key pair is fresh each run: it prints the public key a client must
+//! connect with.
 
 use ltx::{Connection, Endpoint, EndpointConfig};
 
@@ -15,7 +17,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "127.0.0.1:7000".into())
         .parse()?;
     let endpoint = Endpoint::bind(addr, EndpointConfig::server())?;
-    println!("echoing on {}", endpoint.local_addr());
+    let key = endpoint.public_key().expect("a server has a key");
+    println!("echoing on {} with public key {key}", endpoint.local_addr());
     while let Some(connection) = endpoint.accept().await {
         tokio::spawn(serve(connection));
     }

@@ -35,7 +35,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     };
     let start = Instant::now();
-    let connection = client.connect(server.local_addr()).await?;
+    let server_key = server.public_key().ok_or("the server has a key")?;
+    let connection = client.connect(server.local_addr(), server_key).await?;
     let (mut send, _recv) = connection.open_stream()?;
     let mut file = tokio::fs::File::open(&source).await?;
     tokio::io::copy(&mut file, &mut send).await?;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
+use ltx_proto::protection::PublicKey;
 use ltx_proto::{CloseReason, ConnectionStats, ReadOutcome, StreamError, StreamId};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -26,7 +27,8 @@ use crate::error::{ConnectionError, OpenStreamError};
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let server = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::server())?;
 /// let client = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::client())?;
-/// let connection = client.connect(server.local_addr()).await?;
+/// let server_key = server.public_key().expect("a server has a key");
+/// let connection = client.connect(server.local_addr(), server_key).await?;
 /// let incoming = server.accept().await.expect("the client's connection");
 ///
 /// // Two streams at once, each with its own order.
@@ -108,6 +110,13 @@ impl Connection {
     pub fn remote_address(&self) -> SocketAddr {
         let mut state = self.handle.shared.lock();
         slot(&mut state, self.handle.key).remote
+    }
+
+    /// The peer's static public key, proved in the handshake (`None` with
+    /// [`Security::Plain`](crate::Security::Plain)).
+    pub fn peer_key(&self) -> Option<PublicKey> {
+        let mut state = self.handle.shared.lock();
+        slot(&mut state, self.handle.key).proto.peer_key()
     }
 
     /// The connection's counters and estimates: RTT, minimum RTT, loss

@@ -9,22 +9,57 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
+use ltx_proto::protection::{PublicKey, SecurityConfig, StaticKeypair, KEY_LEN};
 use ltx_proto::wire::{ConnectionId, Header, PacketType};
 use ltx_proto::{CloseReason, Event, Side, StreamId, TransportConfig};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::rngs::{OsRng, SmallRng};
+use rand::{Rng, SeedableRng, TryRngCore};
 use tokio::sync::Notify;
 
 use crate::connection::Connection;
 use crate::error::ConnectError;
 use crate::socket::{SendQueue, UdpIo};
 
-/// How an endpoint behaves: the transport settings of its connections and
-/// whether it takes connections from others.
+/// How an endpoint's connections authenticate their peers and protect
+/// their packets.
+#[derive(Debug, Clone)]
+pub enum Security {
+    /// A Noise `IK` handshake that proves both ends' static keys, then
+    /// AES-256-GCM on every packet, with key updates and a replay window
+    /// (see [`ltx_proto::protection`]).
+    Noise(SecurityConfig),
+    /// A checksum only: no authentication and no secrecy. For measuring
+    /// what protection costs, on loopback, and for tests that are not
+    /// about security; never for a network path. Both ends must use it.
+    Plain,
+}
+
+/// A fresh static key pair from the operating system's random source.
+///
+/// # Panics
+/// If the operating system has no random source to give.
+pub fn generate_keypair() -> StaticKeypair {
+    StaticKeypair::from_entropy(entropy().expect("the operating system's random source"))
+}
+
+/// 32 bytes from the operating system's random source.
+fn entropy() -> Option<[u8; KEY_LEN]> {
+    let mut bytes = [0u8; KEY_LEN];
+    OsRng.try_fill_bytes(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// How an endpoint behaves: the transport settings of its connections,
+/// its keys, and whether it takes connections from others.
 #[derive(Debug, Clone)]
 pub struct EndpointConfig {
     /// The settings of every connection of this endpoint.
     pub transport: TransportConfig,
+    /// Its key pair and whom it accepts. The constructors make a fresh key
+    /// pair that lives as long as the configuration: set one read from a
+    /// file for a server that clients must recognise, or a client that a
+    /// server's allow list must name.
+    pub security: Security,
     /// Whether peers may connect to this endpoint (a server); a client-only
     /// endpoint ignores their first packets.
     pub accept_incoming: bool,
@@ -39,16 +74,20 @@ pub struct EndpointConfig {
 
 impl EndpointConfig {
     /// A client endpoint: it connects to others and takes no connections.
+    /// Its key pair is fresh (see [`EndpointConfig::security`]).
     pub fn client() -> EndpointConfig {
         EndpointConfig {
             transport: TransportConfig::default(),
+            security: Security::Noise(SecurityConfig::new(generate_keypair())),
             accept_incoming: false,
             max_pending_incoming: 64,
             max_connections: 1024,
         }
     }
 
-    /// A server endpoint: it takes connections (and may also connect).
+    /// A server endpoint: it takes connections (and may also connect), from
+    /// any client that knows its public key. Its key pair is fresh (see
+    /// [`EndpointConfig::security`]).
     pub fn server() -> EndpointConfig {
         EndpointConfig {
             accept_incoming: true,
@@ -128,6 +167,8 @@ pub(crate) struct State {
     failed: Option<String>,
     /// Datagrams dropped before reaching a connection.
     pub(crate) unroutable: u64,
+    /// Clients whose handshake a server connection refused.
+    handshakes_refused: u64,
 }
 
 /// What the endpoint's handles and its driver share.
@@ -159,7 +200,7 @@ impl Shared {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let server = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::server())?;
 /// let client = Endpoint::bind("127.0.0.1:0".parse()?, EndpointConfig::client())?;
-/// let server_addr = server.local_addr();
+/// let (server_addr, server_key) = (server.local_addr(), server.public_key().expect("a key"));
 /// tokio::spawn(async move {
 ///     let connection = server.accept().await.expect("a client connects");
 ///     let (mut send, mut recv) = connection.accept_stream().await.expect("a stream");
@@ -170,7 +211,7 @@ impl Shared {
 ///     connection.closed().await;
 ///     Ok::<(), std::io::Error>(())
 /// });
-/// let connection = client.connect(server_addr).await?;
+/// let connection = client.connect(server_addr, server_key).await?;
 /// let (mut send, mut recv) = connection.open_stream()?;
 /// send.write_all(b"over a lossy sky").await?;
 /// send.shutdown().await?;
@@ -234,6 +275,7 @@ impl Endpoint {
                 handles_gone: false,
                 failed: None,
                 unroutable: 0,
+                handshakes_refused: 0,
             }),
             wake_driver: Notify::new(),
             local_addr,
@@ -255,12 +297,36 @@ impl Endpoint {
         self.handle.shared.lock().unroutable
     }
 
-    /// Connects to a server and completes the handshake.
+    /// Clients whose handshake this endpoint refused: they did not have
+    /// its public key (or the pre-shared key), or their key is not on its
+    /// allow list. They were sent nothing, and nothing of them was kept.
+    pub fn handshakes_refused(&self) -> u64 {
+        self.handle.shared.lock().handshakes_refused
+    }
+
+    /// This endpoint's static public key, which clients must be given to
+    /// connect to it; `None` with [`Security::Plain`].
+    pub fn public_key(&self) -> Option<PublicKey> {
+        match &self.handle.shared.lock().config.security {
+            Security::Noise(security) => Some(security.keypair.public()),
+            Security::Plain => None,
+        }
+    }
+
+    /// Connects to a server whose static public key is `server_key` and
+    /// completes the handshake (with [`Security::Plain`] the key is not
+    /// used).
     ///
     /// Fails with [`ConnectError::Closed`] carrying
     /// [`CloseReason::HandshakeTimeout`] if the server does not answer
-    /// within the transport's idle timeout.
-    pub async fn connect(&self, server: SocketAddr) -> Result<Connection, ConnectError> {
+    /// within the transport's idle timeout: a server that is not there, or
+    /// one that refused this client (a server never tells a client it
+    /// cannot authenticate why).
+    pub async fn connect(
+        &self,
+        server: SocketAddr,
+        server_key: PublicKey,
+    ) -> Result<Connection, ConnectError> {
         let shared = &self.handle.shared;
         let key = {
             let mut state = shared.lock();
@@ -271,9 +337,25 @@ impl Endpoint {
                 return Err(ConnectError::TooManyConnections);
             }
             let seed = state.rng.random();
-            let proto =
-                ltx_proto::Connection::client(state.config.transport.clone(), Instant::now(), seed)
-                    .map_err(ConnectError::Config)?;
+            let transport = state.config.transport.clone();
+            let now = Instant::now();
+            let proto = match &state.config.security {
+                Security::Noise(security) => {
+                    let entropy = entropy().ok_or_else(|| {
+                        ConnectError::EndpointFailed("no operating system randomness".into())
+                    })?;
+                    ltx_proto::Connection::secure_client(
+                        transport,
+                        security.clone(),
+                        server_key,
+                        now,
+                        seed,
+                        entropy,
+                    )
+                }
+                Security::Plain => ltx_proto::Connection::client(transport, now, seed),
+            }
+            .map_err(ConnectError::Config)?;
             let key = state.insert(proto, server, None);
             state.slots.get_mut(&key).expect("just inserted").handed_out = true;
             key
@@ -395,7 +477,18 @@ impl State {
             return None;
         }
         let seed = self.rng.random();
-        let proto = ltx_proto::Connection::server(self.config.transport.clone(), now, seed).ok()?;
+        let transport = self.config.transport.clone();
+        let proto = match &self.config.security {
+            Security::Noise(security) => ltx_proto::Connection::secure_server(
+                transport,
+                security.clone(),
+                now,
+                seed,
+                entropy()?,
+            ),
+            Security::Plain => ltx_proto::Connection::server(transport, now, seed),
+        }
+        .ok()?;
         Some(self.insert(proto, from, Some((from, header.dcid))))
     }
 
@@ -443,6 +536,9 @@ impl State {
                         }
                     }
                     Event::Closed(reason) => {
+                        if matches!(reason, CloseReason::HandshakeRefused(_)) {
+                            self.handshakes_refused += 1;
+                        }
                         slot.phase = Phase::Closed(reason);
                         slot.wakers.wake_all();
                     }

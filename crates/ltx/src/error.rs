@@ -53,7 +53,12 @@ pub(crate) fn describe(reason: &CloseReason) -> String {
             format!("the peer closed the connection (code {code:#x}): {reason}")
         }
         CloseReason::IdleTimeout => "the connection timed out: nothing heard from the peer".into(),
-        CloseReason::HandshakeTimeout => "the peer did not answer the handshake".into(),
+        CloseReason::HandshakeTimeout => "the peer did not answer the handshake: it may be \
+            unreachable, or it refused this end's handshake (a server tells a client it \
+            cannot authenticate nothing: check that the server's public key given is \
+            right, and that the server accepts this end's key)"
+            .into(),
+        CloseReason::HandshakeRefused(why) => format!("the client's handshake was refused: {why}"),
         CloseReason::ProtocolViolation(reason) => {
             format!("the peer broke the protocol: {reason}")
         }

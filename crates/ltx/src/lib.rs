@@ -8,6 +8,12 @@
 //! [`AsyncRead`](tokio::io::AsyncRead) / [`AsyncWrite`](tokio::io::AsyncWrite)
 //! halves. See [`Endpoint`] for a complete example.
 //!
+//! Every connection is authenticated and encrypted: a Noise handshake
+//! proves both ends' static keys (a client names the server's public key
+//! when it connects; a server may accept only the client keys on an
+//! [`AllowList`]), and every packet after it is sealed with an AEAD. See
+//! [`Security`].
+//!
 //! [`shim`] gives lossy, long-delay paths on loopback without root: a UDP
 //! relay that runs the simulator's link model in real time.
 
@@ -19,6 +25,10 @@ pub mod shim;
 mod socket;
 
 pub use connection::{Connection, RecvStream, SendStream};
-pub use endpoint::{Endpoint, EndpointConfig};
+pub use endpoint::{generate_keypair, Endpoint, EndpointConfig, Security};
 pub use error::{ConnectError, ConnectionError, OpenStreamError};
+pub use ltx_proto::protection::{
+    AllowList, HandshakeError, KeyParseError, PresharedKey, PublicKey, SecurityConfig,
+    StaticKeypair,
+};
 pub use ltx_proto::{CloseReason, ConnectionStats, StreamId, TransportConfig};

@@ -12,6 +12,11 @@ use tokio::time::timeout;
 
 const BOUND: Duration = Duration::from_secs(60);
 
+/// A public key nobody listens with.
+fn some_key() -> ltx::PublicKey {
+    ltx::generate_keypair().public()
+}
+
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().expect("a valid address")
 }
@@ -32,7 +37,7 @@ async fn pair() -> (Endpoint, Endpoint, Connection, Connection) {
         tokio::spawn(async move { server.accept().await.expect("an incoming connection") })
     };
     let client_connection = client
-        .connect(server.local_addr())
+        .connect(server.local_addr(), server.public_key().expect("a key"))
         .await
         .expect("the handshake completes");
     let server_connection = accept.await.expect("the accept task");
@@ -216,7 +221,7 @@ async fn connecting_where_nobody_answers_fails_with_a_handshake_timeout() {
         };
         let client = Endpoint::bind(loopback(), config).expect("bind");
         let error = client
-            .connect(silent.local_addr().expect("its address"))
+            .connect(silent.local_addr().expect("its address"), some_key())
             .await
             .expect_err("nobody answers");
         assert_eq!(error, ConnectError::Closed(CloseReason::HandshakeTimeout));
@@ -235,7 +240,10 @@ async fn a_client_only_endpoint_takes_no_connections() {
         config.transport.idle_timeout = Duration::from_millis(500);
         let client = Endpoint::bind(loopback(), config).expect("bind");
         let error = client
-            .connect(not_a_server.local_addr())
+            .connect(
+                not_a_server.local_addr(),
+                not_a_server.public_key().expect("a key"),
+            )
             .await
             .expect_err("a client endpoint does not answer handshakes");
         assert_eq!(error, ConnectError::Closed(CloseReason::HandshakeTimeout));

@@ -39,6 +39,7 @@ async fn transfer(
     let server = Endpoint::bind(loopback, EndpointConfig::server()).expect("bind");
     let client = Endpoint::bind(loopback, EndpointConfig::client()).expect("bind");
     let path = ImpairedPath::start(server.local_addr(), forward, reverse, seed).expect("a shim");
+    let server_key = server.public_key().expect("a key");
     let reader = tokio::spawn(async move {
         let connection = server.accept().await.expect("a connection");
         let (_send, mut recv) = connection.accept_stream().await.expect("a stream");
@@ -47,7 +48,7 @@ async fn transfer(
         got
     });
     let connection = client
-        .connect(path.client_facing_addr())
+        .connect(path.client_facing_addr(), server_key)
         .await
         .expect("a handshake through the shim");
     let (mut send, _recv) = connection.open_stream().expect("open");

@@ -51,6 +51,10 @@ const SYSTEMS: &[System] = &[
         run: ltx::run,
     },
     System {
+        name: "ltx-plain",
+        run: ltx::run_plain,
+    },
+    System {
         name: "quinn",
         run: quinn::run,
     },
@@ -63,6 +67,12 @@ const SYSTEMS: &[System] = &[
 /// The system the others are compared with: the target is to match its
 /// throughput at no more CPU per gigabyte.
 const REFERENCE: &str = "quinn";
+
+/// ltx with its packet protection, and with the plain layer: protection
+/// must keep at least [`PROTECTION_TARGET`] of the plain throughput.
+const PROTECTED: &str = "ltx";
+const PLAIN: &str = "ltx-plain";
+const PROTECTION_TARGET: f64 = 0.8;
 
 /// Options of `ltx bench loopback`.
 #[derive(Debug, Args)]
@@ -308,6 +318,17 @@ impl Comparison {
     }
 }
 
+/// ltx with protection against ltx with the plain layer, when both ran.
+fn protection_cost(summaries: &[Summary]) -> Option<Comparison> {
+    let protected = summaries.iter().find(|s| s.system == PROTECTED)?;
+    let plain = summaries.iter().find(|s| s.system == PLAIN)?;
+    Some(Comparison {
+        system: PROTECTED,
+        throughput_ratio: protected.gbit_per_s / plain.gbit_per_s,
+        cpu_per_gb_ratio: protected.cpu_s_per_gb / plain.cpu_s_per_gb,
+    })
+}
+
 /// Every other system against the reference, when both ran.
 fn compare(summaries: &[Summary]) -> Vec<Comparison> {
     let Some(reference) = summaries.iter().find(|s| s.system == REFERENCE) else {
@@ -415,6 +436,19 @@ fn print_json(args: &LoopbackArgs, bytes: u64, summaries: &[Summary], comparison
         });
         println!("{line}");
     }
+    if let Some(c) = protection_cost(summaries) {
+        let line: Value = json!({
+            "bench": "loopback",
+            "compare": format!("{PROTECTED}/{PLAIN}"),
+            "bytes": bytes,
+            "runs": args.runs,
+            "throughput_ratio": round3(c.throughput_ratio),
+            "cpu_per_gb_ratio": round3(c.cpu_per_gb_ratio),
+            "throughput_ratio_target": PROTECTION_TARGET,
+            "meets_target": c.throughput_ratio >= PROTECTION_TARGET,
+        });
+        println!("{line}");
+    }
 }
 
 fn print_table(args: &LoopbackArgs, bytes: u64, summaries: &[Summary], comparisons: &[Comparison]) {
@@ -424,12 +458,12 @@ fn print_table(args: &LoopbackArgs, bytes: u64, summaries: &[Summary], compariso
         args.threads.name()
     );
     println!(
-        "{:<8} {:>8}  {:<17} {:>9} {:>8} {:>8} {:>6}",
+        "{:<9} {:>8}  {:<17} {:>9} {:>8} {:>8} {:>6}",
         "system", "Gbit/s", "(min … max)", "CPU s/GB", "wall s", "CPU s", "cores"
     );
     for s in summaries {
         println!(
-            "{:<8} {:>8.3}  {:<17} {:>9.3} {:>8.3} {:>8.3} {:>6.2}",
+            "{:<9} {:>8.3}  {:<17} {:>9.3} {:>8.3} {:>8.3} {:>6.2}",
             s.system,
             s.gbit_per_s,
             format!("({:.2} … {:.2})", s.min_gbit_per_s, s.max_gbit_per_s),
@@ -447,6 +481,19 @@ fn print_table(args: &LoopbackArgs, bytes: u64, summaries: &[Summary], compariso
             c.throughput_ratio,
             c.cpu_per_gb_ratio,
             if c.meets_target() { "met" } else { "not met" }
+        );
+    }
+    if let Some(c) = protection_cost(summaries) {
+        println!(
+            "{PROTECTED}/{PLAIN}: protection keeps {:.2}× the throughput (target ≥ \
+             {PROTECTION_TARGET}) at {:.2}× the CPU per GB: {}",
+            c.throughput_ratio,
+            c.cpu_per_gb_ratio,
+            if c.throughput_ratio >= PROTECTION_TARGET {
+                "met"
+            } else {
+                "not met"
+            }
         );
     }
 }

@@ -1,6 +1,7 @@
 //! A connection: the sans-IO state machine of one ltx association.
 
 mod received;
+mod secure;
 mod sent;
 mod streams;
 
@@ -16,7 +17,9 @@ use rand::{Rng, SeedableRng};
 use crate::config::{TransportConfig, DECODER_HISTORY};
 use crate::congestion::{Controller, Pacer};
 use crate::event::{codes, CloseReason, Event, Metrics, PacketKind, TraceEvent};
-use crate::protection::{PacketProtection, PlainProtection, TAG_LEN};
+use crate::protection::{
+    PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
+};
 use crate::recovery::{LossEstimate, LossEstimator, RedundancyPolicy};
 use crate::rtt::RttEstimator;
 use crate::wire::{
@@ -26,6 +29,7 @@ use crate::wire::{
 };
 
 use received::ReceivedPackets;
+use secure::{KeysPending, SecureHandshake};
 use sent::{AckOutcome, Carried, SentPacket, SentPackets};
 use streams::{frame_name, StreamLimits, Streams, Violation};
 pub use streams::{ReadOutcome, StreamError};
@@ -146,6 +150,14 @@ pub struct ConnectionStats {
     pub packets_received: u64,
     /// Datagrams dropped: malformed, duplicate, unauthenticated or late.
     pub packets_dropped: u64,
+    /// Of those, packets that failed authentication (the AEAD tag, a
+    /// handshake message, or the plain layer's checksum): never acted on.
+    pub packets_unauthentic: u64,
+    /// Of those, packets that authenticated but were replays (a number
+    /// already accepted, or older than the replay window).
+    pub packets_replayed: u64,
+    /// Key updates of the packet protection, both directions together.
+    pub key_updates: u64,
     /// Packets declared lost.
     pub packets_lost: u64,
     /// Source symbols sent.
@@ -221,6 +233,8 @@ pub struct Connection {
     local_cid: ConnectionId,
     remote_cid: ConnectionId,
     protection: Box<dyn PacketProtection>,
+    /// The handshake of a connection made with a [`SecurityConfig`].
+    secure: Option<Box<SecureHandshake>>,
 
     next_number: u64,
     sent: SentPackets,
@@ -299,6 +313,43 @@ impl Connection {
         Ok(connection)
     }
 
+    /// A client connection that authenticates with `security`'s key pair
+    /// to the server whose static public key is `server` (Noise `IK`), and
+    /// seals every packet after the handshake. `entropy` must come from a
+    /// secure random source: it makes the handshake's ephemeral key.
+    pub fn secure_client(
+        config: TransportConfig,
+        security: SecurityConfig,
+        server: PublicKey,
+        now: Instant,
+        seed: u64,
+        entropy: [u8; KEY_LEN],
+    ) -> Result<Connection, crate::ConfigError> {
+        let mut connection = Connection::client(config, now, seed)?;
+        connection.secure = Some(Box::new(SecureHandshake::new(security, entropy)));
+        connection.protection = Box::new(KeysPending);
+        connection
+            .start_secure_client(server)
+            .map_err(crate::ConfigError::Handshake)?;
+        Ok(connection)
+    }
+
+    /// A server connection waiting for a client's first packet, which
+    /// must prove a key `security` accepts; see
+    /// [`secure_client`](Connection::secure_client).
+    pub fn secure_server(
+        config: TransportConfig,
+        security: SecurityConfig,
+        now: Instant,
+        seed: u64,
+        entropy: [u8; KEY_LEN],
+    ) -> Result<Connection, crate::ConfigError> {
+        let mut connection = Connection::server(config, now, seed)?;
+        connection.secure = Some(Box::new(SecureHandshake::new(security, entropy)));
+        connection.protection = Box::new(KeysPending);
+        Ok(connection)
+    }
+
     /// A server connection waiting for a client's first packet.
     pub fn server(
         config: TransportConfig,
@@ -329,6 +380,7 @@ impl Connection {
             local_cid: ConnectionId(rng.random()),
             remote_cid: ConnectionId(0),
             protection: Box::new(PlainProtection),
+            secure: None,
             next_number: 0,
             sent: SentPackets::default(),
             received: ReceivedPackets::default(),
@@ -379,7 +431,8 @@ impl Connection {
         Ok(connection)
     }
 
-    /// Replaces the packet protection (the default is plain).
+    /// Replaces the packet protection (the default is plain; a secured
+    /// connection installs its own when the handshake completes).
     pub fn set_protection(&mut self, protection: Box<dyn PacketProtection>) {
         self.protection = protection;
     }
@@ -418,6 +471,7 @@ impl Connection {
             cwnd: self.controller.window(),
             pacing_rate: self.pacing_rate(),
             bytes_in_flight: self.sent.bytes_in_flight,
+            key_updates: self.protection.key_updates(),
             ..self.stats
         }
     }
@@ -630,6 +684,10 @@ impl Connection {
             State::Closed => return None,
             State::Draining(_) => {
                 let (code, reason) = self.close_to_send.take()?;
+                if !self.can_seal_data() {
+                    // No keys yet: the peer could not open it.
+                    return None;
+                }
                 return Some(self.build_close(code, &reason));
             }
             _ => {}
@@ -731,7 +789,11 @@ impl Connection {
         kind: PacketKind,
         carried: Option<Carried>,
     ) -> Transmit {
-        self.protection.seal(number, header_len, &mut buf);
+        if kind == PacketKind::Handshake && self.handshake_sealed_apart() {
+            PlainProtection.seal(number, header_len, &mut buf);
+        } else {
+            self.protection.seal(number, header_len, &mut buf);
+        }
         let size = buf.len() as u64;
         if let Some(carried) = carried {
             self.sent.on_sent(
@@ -788,18 +850,27 @@ impl Connection {
             Side::Server => PacketType::Handshake,
         };
         let (mut buf, number, header_len) = self.begin_packet(packet_type);
-        if self.side == Side::Server {
-            self.emit_ack(now, &mut buf);
-        }
-        Frame::Handshake(HandshakeFrame {
-            source_cid: self.local_cid,
-            params: self.transport_params(),
-        })
-        .emit(&mut buf);
+        let tag_len = match self.noise_message() {
+            Some(message) => {
+                Frame::Noise(&message).emit(&mut buf);
+                PlainProtection.tag_len()
+            }
+            None => {
+                if self.side == Side::Server {
+                    self.emit_ack(now, &mut buf);
+                }
+                Frame::Handshake(HandshakeFrame {
+                    source_cid: self.local_cid,
+                    params: self.transport_params(),
+                })
+                .emit(&mut buf);
+                self.protection.tag_len()
+            }
+        };
         if self.side == Side::Client {
             // Pad the first flight so that the path is known to carry
             // full-size datagrams (and, later, to bound amplification).
-            let target = MIN_INITIAL.saturating_sub(self.protection.tag_len());
+            let target = MIN_INITIAL.saturating_sub(tag_len);
             buf.resize(buf.len().max(target), 0);
             self.handshake_attempts += 1;
             // The copies of the first flight leave together: an answer to
@@ -1077,14 +1148,20 @@ impl Connection {
             self.stats.packets_dropped += 1;
             return;
         };
+        if header.packet_type != PacketType::Data && self.handshake_sealed_apart() {
+            return self.handle_secure_handshake(now, header, header_len, datagram);
+        }
         let mut packet = datagram.to_vec();
-        let Ok(end) = self
+        let end = match self
             .protection
             .open(header.number.0, header_len, &mut packet)
-        else {
-            self.stats.packets_dropped += 1;
-            return;
+        {
+            Ok(end) => end,
+            Err(e) => return self.count_refused(e),
         };
+        if header.packet_type == PacketType::Data {
+            self.confirm_handshake();
+        }
         let accepted = match (self.side, header.packet_type) {
             (Side::Server, PacketType::Initial) => true,
             (Side::Client, PacketType::Handshake) => header.dcid == self.local_cid,
@@ -1223,6 +1300,17 @@ impl Connection {
             }
             return Ok(());
         }
+        self.apply_handshake(now, handshake, true)
+    }
+
+    /// Takes the peer's connection id and transport parameters. A secured
+    /// server is `established` only later, when the client confirms.
+    fn apply_handshake(
+        &mut self,
+        now: Instant,
+        handshake: &HandshakeFrame,
+        established: bool,
+    ) -> Result<(), Violation> {
         let params = handshake.params;
         self.remote_cid = handshake.source_cid;
         let datagram = params.max_datagram.min(self.config.max_datagram);
@@ -1249,7 +1337,9 @@ impl Connection {
         self.peer_window = u64::from(params.max_window);
         self.streams
             .set_peer_limits(params.max_data, params.max_stream_data, params.max_streams);
-        self.state = State::Established;
+        if established {
+            self.state = State::Established;
+        }
         self.pto_count = 0;
         self.timers[Timer::Probe as usize] = None;
         if self.side == Side::Server {
@@ -1261,7 +1351,9 @@ impl Connection {
                 .update(Duration::ZERO, now.saturating_duration_since(sent));
             self.controller.on_rtt_sample(now, &self.rtt);
         }
-        self.events.push_back(Event::Connected);
+        if established {
+            self.events.push_back(Event::Connected);
+        }
         Ok(())
     }
 

@@ -761,5 +761,6 @@ pub(crate) fn frame_name(frame: &Frame<'_>) -> &'static str {
         Frame::Handshake(_) => "HANDSHAKE",
         Frame::HandshakeDone => "HANDSHAKE_DONE",
         Frame::Close(_) => "CLOSE",
+        Frame::Noise(_) => "NOISE",
     }
 }

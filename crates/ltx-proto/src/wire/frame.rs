@@ -16,6 +16,10 @@ use super::{AckFrame, ConnectionId, StreamId, TransportParams, WireError, MAX_SY
 /// The longest reason a close frame carries, in bytes.
 pub const MAX_REASON_LEN: usize = 0x400;
 
+/// The longest Noise message a NOISE frame carries, in bytes: a handshake
+/// message with its keys, tags and a HANDSHAKE body fits in a few hundred.
+pub const MAX_NOISE_MESSAGE_LEN: usize = 0x400;
+
 /// The largest density threshold of RFC 8681 (DT = 15: every coefficient
 /// non-zero).
 const MAX_DENSITY: u8 = 0x0f;
@@ -37,6 +41,7 @@ mod kind {
     pub(super) const HANDSHAKE: u8 = 0x0c;
     pub(super) const HANDSHAKE_DONE: u8 = 0x0d;
     pub(super) const CLOSE: u8 = 0x0e;
+    pub(super) const NOISE: u8 = 0x0f;
 }
 
 /// Shows a payload by its length, so that logs of frames stay short.
@@ -138,6 +143,28 @@ pub struct HandshakeFrame {
     pub params: TransportParams,
 }
 
+impl HandshakeFrame {
+    /// Parses the fields of a HANDSHAKE frame without its type byte, as a
+    /// Noise handshake message carries them; every byte must be used.
+    pub fn parse_body(bytes: &[u8]) -> Result<HandshakeFrame, WireError> {
+        let mut r = Reader::new(bytes);
+        let frame = HandshakeFrame {
+            source_cid: ConnectionId(r.u64_be("source connection id")?),
+            params: TransportParams::parse(&mut r)?,
+        };
+        if !r.rest().is_empty() {
+            return Err(WireError::OutOfRange("handshake body length"));
+        }
+        Ok(frame)
+    }
+
+    /// Appends the fields that [`HandshakeFrame::parse_body`] reads.
+    pub fn emit_body(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.source_cid.0.to_be_bytes());
+        self.params.emit(out);
+    }
+}
+
 /// The end of a connection, with a code and a reason for people.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CloseFrame<'a> {
@@ -213,6 +240,9 @@ pub enum Frame<'a> {
     HandshakeDone,
     /// The connection is closed.
     Close(CloseFrame<'a>),
+    /// A Noise handshake message (at most [`MAX_NOISE_MESSAGE_LEN`] bytes)
+    /// whose payload, once the handshake opens it, is a HANDSHAKE body.
+    Noise(&'a [u8]),
 }
 
 impl<'a> Frame<'a> {
@@ -291,6 +321,7 @@ impl<'a> Frame<'a> {
                 code: r.varint("close code")?,
                 reason: r.bytes_with_len(MAX_REASON_LEN, "close reason")?,
             }),
+            kind::NOISE => Frame::Noise(r.bytes_with_len(MAX_NOISE_MESSAGE_LEN, "noise message")?),
             other => return Err(WireError::UnknownFrame(other)),
         };
         Ok(frame)
@@ -373,6 +404,10 @@ impl<'a> Frame<'a> {
                 put_varint(out, c.code);
                 put_bytes(out, c.reason);
             }
+            Frame::Noise(message) => {
+                out.push(kind::NOISE);
+                put_bytes(out, message);
+            }
         }
     }
 
@@ -403,6 +438,7 @@ impl<'a> Frame<'a> {
             Frame::MaxStreamData { id, max } => varint_len(id.0) + varint_len(*max),
             Frame::Handshake(h) => 8 + h.params.encoded_len(),
             Frame::Close(c) => varint_len(c.code) + bytes_len(c.reason),
+            Frame::Noise(message) => bytes_len(message),
         };
         1 + fields
     }
@@ -558,6 +594,39 @@ mod tests {
             }),
             &[0x0e, 0x01, 0x03, b'b', b'y', b'e'],
         );
+        roundtrip(Frame::Noise(b"hs"), &[0x0f, 0x02, b'h', b's']);
+    }
+
+    #[test]
+    fn noise_messages_longer_than_the_limit_are_refused() {
+        let longest = vec![7u8; MAX_NOISE_MESSAGE_LEN];
+        let bytes = emit(&Frame::Noise(&longest));
+        assert_eq!(parse(&bytes), Ok(Frame::Noise(&longest)));
+        let too_long = vec![7u8; MAX_NOISE_MESSAGE_LEN + 1];
+        let bytes = emit(&Frame::Noise(&too_long));
+        assert_eq!(parse(&bytes), Err(WireError::OutOfRange("noise message")));
+    }
+
+    #[test]
+    fn handshake_body_roundtrips_and_refuses_trailing_bytes() {
+        let body = HandshakeFrame {
+            source_cid: ConnectionId(9),
+            params: TransportParams {
+                max_datagram: 1400,
+                symbol_size: 1300,
+                max_window: 64,
+                max_data: 1,
+                max_stream_data: 2,
+                max_streams: 3,
+                idle_timeout_ms: 4,
+            },
+        };
+        let mut bytes = Vec::new();
+        body.emit_body(&mut bytes);
+        assert_eq!(HandshakeFrame::parse_body(&bytes), Ok(body));
+        bytes.push(0);
+        assert!(HandshakeFrame::parse_body(&bytes).is_err());
+        assert!(HandshakeFrame::parse_body(&bytes[..7]).is_err());
     }
 
     #[test]
@@ -598,7 +667,7 @@ mod tests {
 
     #[test]
     fn unknown_frame_types_are_refused() {
-        for t in [0x0f, 0x10, 0x40, 0xff] {
+        for t in [0x10, 0x11, 0x40, 0xff] {
             assert_eq!(Frame::parse(&[t]), Err(WireError::UnknownFrame(t)));
         }
     }

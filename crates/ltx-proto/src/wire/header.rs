@@ -26,7 +26,11 @@ const FIXED_MASK: u8 = 0xc0;
 const FIXED_BITS: u8 = 0x40;
 const TYPE_SHIFT: u8 = 4;
 const TYPE_MASK: u8 = 0x30;
-const KEY_PHASE: u8 = 0x08;
+const KEY_PHASE: u8 = KEY_PHASE_BIT;
+/// The key phase bit of the first byte. Packet protection sets and reads
+/// it: it says which of two successive keys sealed the packet, and being
+/// in the header it is authenticated with it.
+pub const KEY_PHASE_BIT: u8 = 0x08;
 /// Bits 2–0, kept for packet protection (which may mask them).
 const RESERVED_MASK: u8 = 0x07;
 
@@ -58,8 +62,8 @@ impl PacketType {
 pub struct Header {
     /// What the packet is for.
     pub packet_type: PacketType,
-    /// Which of two keys protects the packet; reserved for key rotation,
-    /// carried but not interpreted here.
+    /// Which of two successive keys protects the packet: set and read by
+    /// the packet protection (see [`KEY_PHASE_BIT`]), not interpreted here.
     pub key_phase: bool,
     /// The connection id the receiver chose for itself.
     pub dcid: ConnectionId,

@@ -40,9 +40,9 @@ pub use ack::{AckFrame, DecoderState, EcnCounts, MAX_ACK_RANGES};
 pub use error::WireError;
 pub use frame::{
     CloseFrame, Frame, Frames, HandshakeFrame, RepairFrame, SourceFrame, StreamFrame,
-    MAX_REASON_LEN,
+    MAX_NOISE_MESSAGE_LEN, MAX_REASON_LEN,
 };
-pub use header::{Header, PacketType, MAX_HEADER_LEN, VERSION};
+pub use header::{Header, PacketType, KEY_PHASE_BIT, MAX_HEADER_LEN, VERSION};
 pub use ids::{ConnectionId, PacketNumber, Side, StreamId};
 pub use ltx_coding::codec::MAX_SYMBOL_SIZE;
 pub use params::{TransportParams, MIN_MAX_DATAGRAM};

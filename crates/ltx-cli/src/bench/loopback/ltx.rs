@@ -1,9 +1,11 @@
-//! ltx: one bidirectional stream, its send half carrying the bytes.
+//! ltx: one bidirectional stream, its send half carrying the bytes; with
+//! its packet protection (`ltx`), and with the plain layer (`ltx-plain`,
+//! a checksum only) to measure what protection costs.
 
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use ltx::{Endpoint, EndpointConfig};
+use ltx::{Endpoint, EndpointConfig, PublicKey, Security};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::oneshot;
 
@@ -11,13 +13,22 @@ use super::payload::Verifier;
 use super::{Mark, RunMeasurement, Sides, Transfer};
 
 /// One transfer over ltx: see [`super::RunFn`]. Both ends run ltx's
-/// defaults (the plain packet protection, as the connection has no keys).
+/// defaults: the Noise handshake with fresh keys, and AES-256-GCM.
 pub(super) fn run(sides: &Sides, transfer: &Transfer) -> anyhow::Result<RunMeasurement> {
+    run_with(sides, transfer, true)
+}
+
+/// One transfer over ltx with the plain layer on both ends.
+pub(super) fn run_plain(sides: &Sides, transfer: &Transfer) -> anyhow::Result<RunMeasurement> {
+    run_with(sides, transfer, false)
+}
+
+fn run_with(sides: &Sides, transfer: &Transfer, protected: bool) -> anyhow::Result<RunMeasurement> {
     let (address_tx, address_rx) = oneshot::channel();
     let (start, (end, delivery)) = sides.join(
         transfer.time_limit(),
-        send(address_rx, transfer.clone()),
-        receive(address_tx, transfer.clone()),
+        send(address_rx, transfer.clone(), protected),
+        receive(address_tx, transfer.clone(), protected),
     )?;
     Ok(RunMeasurement {
         start,
@@ -30,10 +41,28 @@ fn loopback() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
-async fn send(address: oneshot::Receiver<SocketAddr>, transfer: Transfer) -> anyhow::Result<Mark> {
-    let endpoint = Endpoint::bind(loopback(), EndpointConfig::client())?;
-    let address = address.await.context("the receiver's address")?;
-    let connection = endpoint.connect(address).await.context("the handshake")?;
+fn config(base: EndpointConfig, protected: bool) -> EndpointConfig {
+    if protected {
+        base
+    } else {
+        EndpointConfig {
+            security: Security::Plain,
+            ..base
+        }
+    }
+}
+
+async fn send(
+    address: oneshot::Receiver<(SocketAddr, PublicKey)>,
+    transfer: Transfer,
+    protected: bool,
+) -> anyhow::Result<Mark> {
+    let endpoint = Endpoint::bind(loopback(), config(EndpointConfig::client(), protected))?;
+    let (address, key) = address.await.context("the receiver's address")?;
+    let connection = endpoint
+        .connect(address, key)
+        .await
+        .context("the handshake")?;
     let start = Mark::now()?;
     let (mut stream, _recv) = connection.open_stream()?;
     for chunk in transfer.pattern.chunks(transfer.bytes) {
@@ -46,12 +75,17 @@ async fn send(address: oneshot::Receiver<SocketAddr>, transfer: Transfer) -> any
 }
 
 async fn receive(
-    address: oneshot::Sender<SocketAddr>,
+    address: oneshot::Sender<(SocketAddr, PublicKey)>,
     transfer: Transfer,
+    protected: bool,
 ) -> anyhow::Result<(Mark, super::Delivery)> {
-    let endpoint = Endpoint::bind(loopback(), EndpointConfig::server())?;
+    let endpoint = Endpoint::bind(loopback(), config(EndpointConfig::server(), protected))?;
+    // A plain endpoint has no key; the sender then ignores the one given.
+    let key = endpoint
+        .public_key()
+        .unwrap_or_else(|| ltx::generate_keypair().public());
     address
-        .send(endpoint.local_addr())
+        .send((endpoint.local_addr(), key))
         .map_err(|_| anyhow::anyhow!("the sender has gone"))?;
     let connection = endpoint.accept().await.context("the endpoint closed")?;
     let (_send, mut stream) = connection.accept_stream().await?;

@@ -1,12 +1,14 @@
 //! ltx: the library directly (not `ltx send` / `ltx recv`, whose file
 //! handling, hashing and disk would be timed too), one bidirectional
 //! stream whose send half carries the payload, every setting at its default
-//! but for an optional rate hint.
+//! but for an optional rate hint. Encrypted, as every ltx connection on a
+//! network path is: the receiver's key pair is derived from the payload seed
+//! (see [`benchmark_keypair`]), so both ends know it without a key file.
 
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use ltx::{Endpoint, EndpointConfig};
+use ltx::{Endpoint, EndpointConfig, Security, SecurityConfig, StaticKeypair};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::super::payload::{Pattern, Verifier};
@@ -17,13 +19,24 @@ use crate::live;
 /// Bytes asked for in each read.
 const READ_SIZE: usize = 1 << 20;
 
+/// The receiver's key pair for payload seed `seed`. Anyone who knows the
+/// seed knows the private key: for benchmarks only, where it lets the two
+/// ends run as separate commands without exchanging a key, and the
+/// cryptographic work per packet is what real keys would cost.
+fn benchmark_keypair(seed: u64) -> StaticKeypair {
+    let private = blake3::derive_key("ltx bench peer receiver key", &seed.to_le_bytes());
+    StaticKeypair::from_private(private)
+}
+
 /// Takes one connection on `listen` and checks the stream it opens.
 pub(super) async fn receive(
     listen: SocketAddr,
     args: &PayloadArgs,
     pattern: &Pattern,
 ) -> anyhow::Result<Received> {
-    let endpoint = Endpoint::bind(listen, EndpointConfig::server())
+    let mut config = EndpointConfig::server();
+    config.security = Security::Noise(SecurityConfig::new(benchmark_keypair(args.seed)));
+    let endpoint = Endpoint::bind(listen, config)
         .with_context(|| format!("binding {listen}"))?;
     let connection = endpoint.accept().await.context("the endpoint closed")?;
     let (_send, mut stream) = connection.accept_stream().await?;
@@ -75,7 +88,11 @@ pub(super) async fn send(
     };
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
     let start_ns = monotonic_ns()?;
-    let connection = endpoint.connect(connect).await.context("the handshake")?;
+    let server_key = benchmark_keypair(args.seed).public();
+    let connection = endpoint
+        .connect(connect, server_key)
+        .await
+        .context("the handshake")?;
     let (mut stream, _recv) = connection.open_stream()?;
     for chunk in pattern.chunks(args.size) {
         stream.write_all(&chunk).await?;
