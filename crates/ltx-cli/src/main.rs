@@ -13,6 +13,7 @@ mod realtime;
 mod recv;
 mod send;
 mod sim;
+mod sim_soak;
 
 /// ltx: a loss-tolerant reliable transport.
 #[derive(Debug, Parser)]
