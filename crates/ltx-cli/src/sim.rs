@@ -21,6 +21,10 @@ pub(crate) enum SimCommand {
     Run(RunArgs),
     /// Run a scenario matrix and print it as a table.
     Matrix(MatrixArgs),
+    /// Run many seeded transfers over random hostile paths (loss, bursts,
+    /// reordering, duplication, corruption, outages); fail if any reads
+    /// wrong data or hangs.
+    Soak(crate::sim_soak::SoakArgs),
 }
 
 /// The path and transfer of `ltx sim run`.
@@ -93,6 +97,7 @@ pub(crate) fn run(command: SimCommand) -> anyhow::Result<()> {
     match command {
         SimCommand::Run(args) => run_one(&args),
         SimCommand::Matrix(args) => run_matrix(&args),
+        SimCommand::Soak(args) => crate::sim_soak::run(&args),
     }
 }
 

@@ -42,6 +42,7 @@ mod network;
 mod node;
 mod packet;
 pub mod scenario;
+pub mod soak;
 mod topology;
 pub mod transfer;
 pub mod units;

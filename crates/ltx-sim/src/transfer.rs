@@ -68,6 +68,7 @@ pub struct TransferNode {
     seed: u64,
     buf: Vec<u8>,
     closed: Option<ltx_proto::CloseReason>,
+    closed_at: Option<Instant>,
     trace: Option<Vec<(Instant, TraceEvent)>>,
 }
 
@@ -99,6 +100,7 @@ impl TransferNode {
             seed,
             buf: vec![0; 64 * 1024],
             closed: None,
+            closed_at: None,
             trace: None,
         }
     }
@@ -119,6 +121,7 @@ impl TransferNode {
             seed,
             buf: vec![0; 64 * 1024],
             closed: None,
+            closed_at: None,
             trace: None,
         }
     }
@@ -142,6 +145,11 @@ impl TransferNode {
     /// Why the connection closed, if it did.
     pub fn closed(&self) -> Option<&ltx_proto::CloseReason> {
         self.closed.as_ref()
+    }
+
+    /// When the connection closed, if it did.
+    pub fn closed_at(&self) -> Option<Instant> {
+        self.closed_at
     }
 
     /// The receiver's view, or `None` on a sender.
@@ -189,7 +197,10 @@ impl TransferNode {
     fn drive(&mut self, now: Instant) {
         while let Some(event) = self.connection.poll_event() {
             match event {
-                Event::Closed(reason) => self.closed = Some(reason),
+                Event::Closed(reason) => {
+                    self.closed = Some(reason);
+                    self.closed_at = Some(now);
+                }
                 Event::Trace(trace) => {
                     if let (
                         App::Sender { sent_log, .. },

@@ -1,0 +1,58 @@
+//! `ltx sim soak` from the outside: its JSON lines, and a replay that
+//! prints the same run.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn soak(args: &[&str]) -> (bool, Vec<Value>) {
+    let output = Command::new(env!("CARGO_BIN_EXE_ltx"))
+        .args(["sim", "soak", "--json"])
+        .args(args)
+        .output()
+        .expect("ltx runs");
+    let stdout = String::from_utf8(output.stdout).expect("utf-8");
+    let lines = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    (output.status.success(), lines)
+}
+
+#[test]
+fn json_gives_one_object_per_run_then_a_summary() {
+    let (ok, lines) = soak(&["--runs", "3", "--seed", "1", "--jobs", "2"]);
+    assert!(ok, "{lines:?}");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    for (run, seed) in lines[..3].iter().zip(1..) {
+        assert_eq!(run["seed"], seed, "{run}");
+        let outcome = run["outcome"].as_str().expect("an outcome");
+        assert!(
+            ["delivered", "error", "wrong", "hang"].contains(&outcome),
+            "{run}"
+        );
+    }
+    let summary = &lines[3];
+    assert_eq!(summary["summary"], true, "{summary}");
+    assert_eq!(summary["runs"], 3, "{summary}");
+    let counted: u64 = ["delivered", "error", "wrong", "hang"]
+        .iter()
+        .map(|k| summary[k].as_u64().expect("a count"))
+        .sum();
+    assert_eq!(counted, 3, "{summary}");
+}
+
+#[test]
+fn a_replay_prints_the_run_of_the_batch() {
+    let (_, batch) = soak(&["--runs", "3", "--seed", "1"]);
+    let (_, replay) = soak(&["--replay", "2"]);
+    assert_eq!(replay.len(), 2, "{replay:?}");
+    assert_eq!(replay[0], batch[1]);
+}
+
+#[test]
+fn zero_runs_are_refused() {
+    let (ok, lines) = soak(&["--runs", "0"]);
+    assert!(!ok);
+    assert!(lines.is_empty());
+}
