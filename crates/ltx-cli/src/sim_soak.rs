@@ -113,6 +113,10 @@ pub(crate) fn run(args: &SoakArgs) -> anyhow::Result<()> {
 
 fn run_one(seed: u64, args: &SoakArgs) -> anyhow::Result<()> {
     let case = SoakCase::draw(seed);
+    if !args.json {
+        // Before the run, which may be long: what is being replayed.
+        println!("{case}");
+    }
     let started = std::time::Instant::now();
     let report = case.run_traced(args.trace.is_some());
     let wall_s = started.elapsed().as_secs_f64();
@@ -125,7 +129,6 @@ fn run_one(seed: u64, args: &SoakArgs) -> anyhow::Result<()> {
         println!("{}", report_json(&report));
         println!("{}", summary_json(&summary, seed, 1, wall_s));
     } else {
-        println!("{case}");
         println!("outcome: {}", report.outcome);
         match report.completion {
             Some(c) => println!(

@@ -205,8 +205,8 @@ fn in_avoidance_with(
     (cc, rtt, now)
 }
 
-/// Drives `rounds` round trips of a full window: each packet is sent at an
-/// even spacing and acknowledged (or, with probability `loss`, declared lost)
+/// Drives `rounds` round trips of a full window, back to back: each packet
+/// is sent at an even spacing and acknowledged (or, with probability `loss`, declared lost)
 /// one `rtt_of_round` later. Returns the window after each round.
 fn drive(
     cc: &mut Ctcp,
@@ -218,12 +218,12 @@ fn drive(
     seed: u64,
 ) -> Vec<u64> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut now = start;
+    let mut round_start = start;
     let mut windows = Vec::new();
     for _ in 0..rounds {
         let packets = cc.window() / PKT;
         let spacing = rtt_of_round / u32::try_from(packets).expect("window fits");
-        let round_start = now;
+        let mut now;
         for i in 0..packets {
             let sent = round_start + spacing * u32::try_from(i).expect("fits");
             now = sent + rtt_of_round;
@@ -235,6 +235,9 @@ fn drive(
             }
         }
         windows.push(cc.window());
+        // ACK-clocked: the next window leaves as the first ACK of this
+        // one comes back.
+        round_start += rtt_of_round;
     }
     windows
 }
@@ -264,10 +267,13 @@ fn random_loss_with_jitter_but_no_queue_does_not_shrink_it() {
     let start = cc.window();
     let seed = 0x11;
     let mut rng = SmallRng::seed_from_u64(seed);
+    let mut round_start = now;
     for _ in 0..100 {
         let packets = cc.window() / PKT;
         let spacing = RTT_MIN / u32::try_from(packets).expect("window fits");
-        let round_start = now;
+        // ACK-clocked, windows back to back (a sample's jitter delays its
+        // own ACK only).
+        round_start += RTT_MIN;
         for i in 0..packets {
             let sent = round_start + spacing * u32::try_from(i).expect("fits");
             let sample = RTT_MIN + RTT_MIN.mul_f64(rng.random_range(0.0..0.5));
@@ -291,10 +297,11 @@ fn random_loss_with_jitter_but_no_queue_does_not_shrink_it() {
 #[test]
 fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
     // The Coded TCP rule alone: the queue target would drain this queue
-    // before any loss.
+    // before any loss, and the ACK pattern below (a fifth of the window
+    // acknowledged in two round trips) would bring the delivery cap down.
     let epoch = Instant::now();
     let mut config = CtcpConfig::default();
-    config.queue_target(None);
+    config.queue_target(None).delivery_cap(None);
     let (mut cc, mut rtt, now) = in_avoidance_with(epoch, 1000, config);
     let start = cc.window();
     // A standing queue: every packet sent since start-up ended takes twice

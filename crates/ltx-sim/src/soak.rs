@@ -329,6 +329,7 @@ pub fn describe(reason: &CloseReason) -> String {
         CloseReason::IdleTimeout => "idle time-out".to_owned(),
         CloseReason::HandshakeTimeout => "handshake time-out".to_owned(),
         CloseReason::ProtocolViolation(reason) => format!("protocol violation ({reason})"),
+        CloseReason::HandshakeRefused(why) => format!("handshake refused ({why})"),
     }
 }
 

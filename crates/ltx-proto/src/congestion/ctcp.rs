@@ -104,6 +104,7 @@ pub struct CtcpConfig {
     delay_exit_extra: Duration,
     rate_hint: Option<u64>,
     queue_target: Option<f64>,
+    delivery_cap: Option<f64>,
     seed_rule: bool,
 }
 
@@ -119,6 +120,7 @@ impl Default for CtcpConfig {
             delay_exit_extra: Duration::from_millis(2),
             rate_hint: None,
             queue_target: Some(0.25),
+            delivery_cap: Some(DELIVERY_CAP_GAIN),
             seed_rule: false,
         }
     }
@@ -134,6 +136,7 @@ impl CtcpConfig {
             initial_window_packets: 10,
             seed_rule: true,
             queue_target: None,
+            delivery_cap: None,
             ..Self::default()
         }
     }
@@ -165,6 +168,14 @@ impl CtcpConfig {
     /// loss and ECN reduce the window, as in Coded TCP).
     pub fn queue_target(&mut self, fraction: Option<f64>) -> &mut Self {
         self.queue_target = fraction.filter(|f| f.is_finite() && *f > 0.0);
+        self
+    }
+
+    /// The cap on the window after start-up, in bandwidth-delay products of
+    /// the fastest rate acknowledged in the last 10 round trips (default
+    /// 2.5; `None`: no cap, as in Coded TCP).
+    pub fn delivery_cap(&mut self, gain: Option<f64>) -> &mut Self {
+        self.delivery_cap = gain.filter(|g| g.is_finite() && *g >= 1.0);
         self
     }
 
@@ -278,6 +289,9 @@ const TRAIN_OVER_ACKED: f64 = 3.0;
 /// product or less behind a flow that started late) stops growing the window
 /// on this instead.
 const PLATEAU_ROUNDS: u32 = 3;
+
+/// Start-up rounds without any rate measured before start-up ends.
+const NO_RATE_ROUNDS: u32 = 8;
 
 /// The growth of the measured rate that counts as still finding it.
 const PLATEAU_GROWTH: f64 = 1.25;
@@ -440,6 +454,60 @@ impl StandingQueue {
     }
 }
 
+/// The window's cap in bandwidth-delay products of the acknowledged rate:
+/// room for random loss of up to 60 % (which acknowledges 0.4 of the path's
+/// rate), while a queue too shallow to show any delay, whose overflow the
+/// loss estimator cannot tell from random loss, cannot make the window grow
+/// without end.
+const DELIVERY_CAP_GAIN: f64 = 2.5;
+
+/// Rounds over which [`DeliveryRate`] keeps its largest sample.
+const DELIVERY_ROUNDS: usize = 10;
+
+/// The rate of acknowledged bytes, one sample per round trip (rounds in
+/// which the sender ran out of data are left out), and the largest of the
+/// last [`DELIVERY_ROUNDS`].
+#[derive(Debug, Clone, Copy, Default)]
+struct DeliveryRate {
+    /// When the current round began, and the bytes acknowledged in it.
+    round: Option<(Instant, u64)>,
+    /// Whether an acknowledgement in the current round was app-limited.
+    app_limited: bool,
+    /// The last rounds' rates, bytes per second, a ring.
+    samples: [u64; DELIVERY_ROUNDS],
+    /// Samples taken.
+    taken: usize,
+}
+
+impl DeliveryRate {
+    fn on_ack(&mut self, now: Instant, bytes: u64, app_limited: bool, srtt: Duration) {
+        let Some((start, acked)) = self.round else {
+            self.round = Some((now, 0));
+            self.app_limited = app_limited;
+            return;
+        };
+        let acked = acked.saturating_add(bytes);
+        self.app_limited |= app_limited;
+        let elapsed = now.saturating_duration_since(start);
+        if elapsed < srtt || elapsed.is_zero() {
+            self.round = Some((start, acked));
+            return;
+        }
+        if !self.app_limited {
+            let rate = u128::from(acked) * 1_000_000_000 / elapsed.as_nanos();
+            self.samples[self.taken % DELIVERY_ROUNDS] = u64::try_from(rate).unwrap_or(u64::MAX);
+            self.taken = self.taken.saturating_add(1);
+        }
+        self.round = Some((now, 0));
+        self.app_limited = false;
+    }
+
+    /// The largest rate of the last rounds, once there is one.
+    fn max(&self) -> Option<u64> {
+        (self.taken > 0).then(|| self.samples.iter().copied().max().unwrap_or(0))
+    }
+}
+
 /// Drains that did not drain this many times in a row mean another flow
 /// holds the queue: the queue target is set aside until the queue is seen
 /// below it again.
@@ -521,6 +589,8 @@ pub struct Ctcp {
     /// The rate at which the measured rate last grew by
     /// [`PLATEAU_GROWTH`], and the start-up rounds since.
     plateau: Option<(u64, u32)>,
+    /// Start-up rounds that ended without any rate measured.
+    rounds_without_rate: u32,
     /// The acknowledged rate of the last ACK train that had one.
     last_train_rate: Option<u64>,
     /// Packet-pair dispersion: the ACK group being gathered (all ACKs at one
@@ -538,6 +608,8 @@ pub struct Ctcp {
     /// The queue-target response: drains that did not drain, and whether
     /// another flow holds the queue.
     drains: DrainWatch,
+    /// The rate of acknowledged bytes over the last rounds.
+    delivered: DeliveryRate,
 }
 
 impl Ctcp {
@@ -559,12 +631,14 @@ impl Ctcp {
             max_rate,
             last_train_rate: None,
             plateau: None,
+            rounds_without_rate: 0,
             pairs: PairDispersion::default(),
             acked_towards_increase: 0,
             loss_epoch: None,
             standing: StandingQueue::default(),
             ecn_epoch: None,
             drains: DrainWatch::default(),
+            delivered: DeliveryRate::default(),
         }
     }
 
@@ -663,6 +737,13 @@ impl Ctcp {
             self.window = self.window.max(bdp);
         }
         let Some(rate) = self.max_rate else {
+            // Too few ACKs come back for a train or a pair: a path that
+            // loses nearly everything (an overflowing queue too shallow to
+            // show a delay) would keep start-up growing the window forever.
+            self.rounds_without_rate = self.rounds_without_rate.saturating_add(1);
+            if self.rounds_without_rate >= NO_RATE_ROUNDS {
+                self.exit_startup(now, rtt);
+            }
             return;
         };
         match self.plateau {
@@ -684,6 +765,9 @@ impl Ctcp {
     /// packets sent before it met the queue start-up built, and are answered.
     fn exit_startup(&mut self, now: Instant, rtt: &RttEstimator) {
         self.in_startup = false;
+        // Start-up's rounds, sent from a window still growing, say less of
+        // the path than the rounds after it.
+        self.delivered = DeliveryRate::default();
         self.acked_towards_increase = 0;
         match self.bdp(rtt) {
             Some(bdp) => self.window = bdp.max(self.min_window()),
@@ -691,6 +775,18 @@ impl Ctcp {
         }
         self.set_loss_epoch(now);
         self.ecn_epoch = Some(now);
+    }
+
+    /// The most the window may grow to in congestion avoidance:
+    /// `delivery_cap` (default [`DELIVERY_CAP_GAIN`]) bandwidth-delay
+    /// products at the fastest rate
+    /// acknowledged in the last rounds since start-up, never below the
+    /// minimum window.
+    fn delivery_cap(&self, rtt: &RttEstimator) -> Option<u64> {
+        let gain = self.config.delivery_cap?;
+        let rate = self.delivered.max()?;
+        let bdp = rate as f64 * rtt.min().as_secs_f64();
+        Some(((bdp * gain) as u64).max(self.min_window()))
     }
 
     /// The queue-target response: once a standing queue above the target
@@ -757,6 +853,9 @@ impl Controller for Ctcp {
             }
             return;
         }
+        if !self.in_startup && self.config.delivery_cap.is_some() {
+            self.delivered.on_ack(now, bytes, app_limited, rtt.smoothed());
+        }
         if !self.in_startup {
             if app_limited {
                 return;
@@ -770,6 +869,9 @@ impl Controller for Ctcp {
             self.window = self
                 .window
                 .saturating_add(increments.saturating_mul(self.max_datagram));
+            if let Some(cap) = self.delivery_cap(rtt) {
+                self.window = self.window.min(cap);
+            }
             return;
         }
         match self.round_start {
