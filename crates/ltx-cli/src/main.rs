@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod demo;
+mod emu;
 mod exit;
 mod files;
 mod live;
@@ -30,6 +31,8 @@ enum Command {
     /// Transfer a generated payload over an emulated lossy long-delay path
     /// on loopback (no root, no configuration) and show how it went.
     Demo(demo::DemoArgs),
+    /// Emulate a path between two network namespaces in real time (root).
+    Emu(emu::EmuArgs),
     /// Receive files from `ltx send`.
     Recv(recv::RecvArgs),
     /// Send files to `ltx recv` (resumes a partial file from an earlier run).
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(command) => bench::run(command),
         Command::Demo(args) => demo::run(&args),
+        Command::Emu(args) => emu::run(&args),
         Command::Recv(args) => recv::run(&args),
         Command::Send(args) => send::run(&args),
         Command::Sim(command) => sim::run(command),

@@ -4,6 +4,7 @@ use clap::Subcommand;
 
 mod coding;
 mod fidelity;
+mod forwarder;
 mod loopback;
 mod measure;
 mod payload;
@@ -18,6 +19,9 @@ pub(crate) enum BenchCommand {
     /// One transfer simulated and run for real through the shim on
     /// loopback: do their completion times agree?
     Fidelity(fidelity::FidelityArgs),
+    /// The emulator's forwarder with no impairment: kernel TCP throughput
+    /// and added round-trip time, beside a veth pair (root).
+    Forwarder(forwarder::ForwarderArgs),
     /// One connection over 127.0.0.1, no impairment: throughput and CPU per
     /// gigabyte of each transport, beside quinn and the kernel's TCP.
     Loopback(loopback::LoopbackArgs),
@@ -32,6 +36,7 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Coding(args) => coding::run(&args),
         BenchCommand::Fidelity(args) => fidelity::run(&args),
+        BenchCommand::Forwarder(args) => forwarder::run(&args),
         BenchCommand::Loopback(args) => loopback::run(&args),
         BenchCommand::Peer(command) => peer::run(command),
     }

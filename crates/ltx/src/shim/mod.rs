@@ -78,7 +78,6 @@
 #![cfg(unix)]
 
 mod relay;
-mod wakeup;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};

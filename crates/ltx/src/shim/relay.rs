@@ -70,7 +70,7 @@ pub(super) struct Relay {
 impl Relay {
     /// Runs until told to stop, or until a socket fails for good.
     pub(super) fn run(mut self) -> io::Result<()> {
-        super::wakeup::prefer_prompt_wakeups();
+        ltx_realtime::prefer_prompt_wakeups();
         let mut buffer = vec![0u8; BATCH * READ_BUFFER];
         let result = self.relay(&mut buffer);
         if let Err(error) = &result {

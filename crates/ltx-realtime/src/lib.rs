@@ -1,19 +1,21 @@
-//! Asking the kernel to wake the relay thread on time. The relay sleeps
-//! until the next datagram is due; how late it runs after that is the
-//! emulated path's timing error, so it asks, where it may without
-//! privileges, for the two things that decide it.
+//! Asking the kernel to wake on time the threads that run an `ltx-link`
+//! link in real time: the shim's UDP relay in `ltx` and the emulator's TUN
+//! forwarder in `ltx-emu`. Such a thread sleeps until the next packet is
+//! due; how late it runs after that is the emulated path's timing error, so
+//! it asks, where it may without privileges, for the two things that decide
+//! it.
 
-/// How late the kernel may end the relay's waits, to coalesce wake-ups.
+/// How late the kernel may end the thread's waits, to coalesce wake-ups.
 /// Its default, 50 µs, is a quarter of a packet's serialization at
 /// 50 Mbit/s.
 #[cfg(target_os = "linux")]
 const TIMER_SLACK_NS: u64 = 1_000;
 
-/// The relay's scheduler time slice. The EEVDF scheduler (Linux 6.6 and
+/// The thread's scheduler time slice. The EEVDF scheduler (Linux 6.6 and
 /// later) gives a waking thread the CPU before a busy one only if its
 /// virtual deadline is earlier, and that deadline is one slice away
 /// (0.75 ms times 1 + log2 of the CPU count by default, 1.5 ms on two
-/// cores): with a short slice the relay's wake-ups preempt the endpoints
+/// cores): with a short slice the thread's wake-ups preempt the endpoints
 /// and builds sharing its cores sooner. Since Linux 6.12 any thread may
 /// choose its own slice down to 100 µs; older kernels ignore it.
 #[cfg(target_os = "linux")]
@@ -22,17 +24,53 @@ const SLICE_NS: u64 = 100_000;
 /// Lowers the current thread's timer slack and shortens its time slice,
 /// where the platform allows it; a refusal is logged and otherwise
 /// harmless: wake-ups are only later.
-pub(super) fn prefer_prompt_wakeups() {
+pub fn prefer_prompt_wakeups() {
     #[cfg(target_os = "linux")]
     {
         let slack = std::num::NonZeroU64::new(TIMER_SLACK_NS);
         if let Err(error) = rustix::thread::set_current_timer_slack(slack) {
-            tracing::debug!(%error, "cannot lower the relay's timer slack");
+            tracing::debug!(%error, "cannot lower the thread's timer slack");
         }
         if let Err(error) = linux::set_current_slice(SLICE_NS) {
-            tracing::debug!(%error, "cannot shorten the relay's time slice");
+            tracing::debug!(%error, "cannot shorten the thread's time slice");
         }
     }
+}
+
+/// The real-time priority [`prefer_realtime_scheduling`] asks for: the
+/// lowest, enough to run before every thread of the default policy
+/// (builds, the programs under test) without competing with the kernel's
+/// own real-time threads.
+#[cfg(target_os = "linux")]
+const REALTIME_PRIORITY: i32 = 1;
+
+/// Moves the current thread to the `SCHED_FIFO` real-time policy at its
+/// lowest priority, so that when it wakes it runs at once, ahead of every
+/// ordinary thread, however busy the machine. Needs root (or
+/// `CAP_SYS_NICE`); where refused, the thread keeps its policy and the
+/// error is returned.
+///
+/// Only for threads that never spin: the kernel lets real-time threads
+/// use at most `kernel.sched_rt_runtime_us` of each second
+/// (95 % by default), and a busy one would take that from everything else.
+pub fn prefer_realtime_scheduling() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param {
+            sched_priority: REALTIME_PRIORITY,
+        };
+        // SAFETY: `param` is a live, initialised `sched_param`; pid 0 is
+        // the calling thread.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "real-time scheduling is only asked for on Linux",
+    ))
 }
 
 #[cfg(target_os = "linux")]
