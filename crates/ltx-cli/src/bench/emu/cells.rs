@@ -164,6 +164,17 @@ impl TablePlan {
     }
 }
 
+/// Runs of each system on each cell of `table` in the full suite: three
+/// on the short path; two on the long one, where a run of the slower
+/// peers takes 5 to 15 s and one that does not complete 32 to 46 s, so
+/// that both tables fit in an hour on a two-core machine.
+pub(crate) fn full_reps(table: Table) -> u64 {
+    match table {
+        Table::Correlated => 3,
+        Table::LongDelay => 2,
+    }
+}
+
 /// Both tables of seed 000, correlated erasures first.
 pub(crate) fn full() -> Vec<Cell> {
     let mut cells = CORRELATED.cells();

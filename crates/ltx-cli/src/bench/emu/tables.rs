@@ -20,19 +20,25 @@ pub(crate) struct Columns {
 }
 
 /// Both tables (those that have cells), one after the other.
-pub(crate) fn markdown(cells: &[Cell], runs: &[Run], columns: &Columns, reps: u64) -> String {
+pub(crate) fn markdown(cells: &[Cell], runs: &[Run], columns: &Columns) -> String {
     let mut text = String::new();
     for table in [Table::Correlated, Table::LongDelay] {
         let rows: Vec<&Cell> = cells.iter().filter(|c| c.table == table).collect();
         if let Some(first) = rows.first() {
-            text.push_str(&one_table(first, &rows, runs, columns, reps));
+            text.push_str(&one_table(first, &rows, runs, columns));
             text.push('\n');
         }
     }
     text
 }
 
-fn one_table(first: &Cell, rows: &[&Cell], runs: &[Run], columns: &Columns, reps: u64) -> String {
+fn one_table(first: &Cell, rows: &[&Cell], runs: &[Run], columns: &Columns) -> String {
+    let reps = runs
+        .iter()
+        .filter(|r| r.cell.table == first.table)
+        .map(|r| r.rep)
+        .max()
+        .unwrap_or(0);
     let grouped = group(runs);
     let mut losses: Vec<f64> = rows.iter().map(|c| c.loss).collect();
     losses.dedup();
@@ -183,7 +189,7 @@ mod tests {
             systems: vec!["ltx", "tcp-cubic"],
             missing: vec![("norm", "no libnorm".to_owned())],
         };
-        let text = markdown(&cells, &runs, &columns, 1);
+        let text = markdown(&cells, &runs, &columns);
         let row = text
             .lines()
             .find(|l| l.starts_with("| 10%"))
