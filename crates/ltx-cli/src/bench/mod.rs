@@ -3,6 +3,7 @@
 use clap::Subcommand;
 
 mod coding;
+mod emu;
 mod fidelity;
 mod forwarder;
 mod loopback;
@@ -16,6 +17,9 @@ pub(crate) enum BenchCommand {
     /// GF(2^8) region kernels, encoder and decoder throughput, beside plain
     /// XOR and reed-solomon-erasure on the same buffers.
     Coding(coding::CodingArgs),
+    /// The side-by-side suite: seed 000's tables across the emulator for
+    /// ltx and every peer; runs.csv, tables, plots (root).
+    Emu(emu::EmuBenchArgs),
     /// One transfer simulated and run for real through the shim on
     /// loopback: do their completion times agree?
     Fidelity(fidelity::FidelityArgs),
@@ -35,6 +39,7 @@ pub(crate) enum BenchCommand {
 pub(crate) fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Coding(args) => coding::run(&args),
+        BenchCommand::Emu(args) => emu::run(&args),
         BenchCommand::Fidelity(args) => fidelity::run(&args),
         BenchCommand::Forwarder(args) => forwarder::run(&args),
         BenchCommand::Loopback(args) => loopback::run(&args),
