@@ -29,9 +29,13 @@
 //! at least `RTTmin × 1.25 + 2 ms`, the 2 ms at most `RTTmin / 4` on short
 //! paths: a queue, not a jittered sample), on an
 //! ECN CE mark, or on a loss above the random-loss baseline; never on random
-//! loss. On exit `cwnd ← max(min window, max_rate × RTTmin)`, the
-//! bandwidth-delay product, so the overshoot of the last round is not kept
-//! (without a rate sample: `cwnd × RTTmin/RTT`).
+//! loss. It also ends when the measured rate has grown less than 25 % in 3
+//! rounds, or when 8 rounds measured no rate at all: a queue too shallow to
+//! show a delay overflows without one, and a train counts lost packets in
+//! its rate only up to 3× its acknowledged rate, so the overflow is not read
+//! as the path's rate. On exit `cwnd ← max(min window, max_rate × RTTmin)`,
+//! the bandwidth-delay product, so the overshoot of the last round is not
+//! kept (without a rate sample: `cwnd × RTTmin/RTT`).
 //!
 //! # Congestion avoidance
 //!
@@ -52,6 +56,14 @@
 //! A congestion cut (ECN, or a loss cut to 0.9 or less) also starts a new
 //! round for both signals, so one congestion episode is not answered twice;
 //! a loss that barely cuts leaves the ECN response free.
+//!
+//! # Delivery cap
+//!
+//! After start-up the window never exceeds 2.5 bandwidth-delay products at
+//! the fastest rate acknowledged per round trip over the last 10: room for
+//! random loss up to 60 % (which acknowledges 0.4 of the path's rate), while
+//! an overflow the loss estimator takes for random loss — a queue too
+//! shallow to add delay — cannot grow the window without end.
 //!
 //! # Queue target
 //!
