@@ -866,7 +866,8 @@ impl Controller for Ctcp {
             return;
         }
         if !self.in_startup && self.config.delivery_cap.is_some() {
-            self.delivered.on_ack(now, bytes, app_limited, rtt.smoothed());
+            self.delivered
+                .on_ack(now, bytes, app_limited, rtt.smoothed());
         }
         if !self.in_startup {
             if app_limited {

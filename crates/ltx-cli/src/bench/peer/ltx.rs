@@ -36,8 +36,7 @@ pub(super) async fn receive(
 ) -> anyhow::Result<Received> {
     let mut config = EndpointConfig::server();
     config.security = Security::Noise(SecurityConfig::new(benchmark_keypair(args.seed)));
-    let endpoint = Endpoint::bind(listen, config)
-        .with_context(|| format!("binding {listen}"))?;
+    let endpoint = Endpoint::bind(listen, config).with_context(|| format!("binding {listen}"))?;
     let connection = endpoint.accept().await.context("the endpoint closed")?;
     let (_send, mut stream) = connection.accept_stream().await?;
     let mut verifier = Verifier::new(pattern);
