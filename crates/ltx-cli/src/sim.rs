@@ -1,7 +1,7 @@
 //! `ltx sim …`: the deterministic simulator from the command line.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -172,20 +172,29 @@ fn flow_profiles(args: &RunArgs) -> Vec<Profile> {
         .collect()
 }
 
-fn write_trace(path: &PathBuf, result: &ScenarioResult) -> anyhow::Result<()> {
+fn write_trace(path: &Path, result: &ScenarioResult) -> anyhow::Result<()> {
+    write_trace_events(path, result.trace.iter().map(|(at, event)| (*at, event)))
+}
+
+/// Writes trace events, with their times in seconds, as JSON lines.
+pub(crate) fn write_trace_events<'a>(
+    path: &Path,
+    events: impl Iterator<Item = (f64, &'a ltx_proto::TraceEvent)>,
+) -> anyhow::Result<()> {
     let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for (at, event) in &result.trace {
+    for (at, event) in events {
         writeln!(
             out,
             "{}",
-            json!({"time_s": round(*at, 6), "event": format!("{event:?}")})
+            json!({"time_s": round(at, 6), "event": format!("{event:?}")})
         )?;
     }
     out.flush()?;
     Ok(())
 }
 
-fn round(x: f64, digits: i32) -> f64 {
+/// `x` rounded to `digits` decimal places.
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
     let scale = 10f64.powi(digits);
     (x * scale).round() / scale
 }

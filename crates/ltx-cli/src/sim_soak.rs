@@ -2,13 +2,15 @@
 //! one must deliver exactly the bytes sent or end with a clear error.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
 use ltx_sim::soak::{describe, run_many, SoakCase, SoakReport, SoakSummary};
 use serde_json::{json, Value};
+
+use crate::sim::{round, write_trace_events};
 
 /// How often a long soak reports progress on stderr.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
@@ -168,22 +170,14 @@ fn close_text(close: &Option<ltx_proto::CloseReason>) -> String {
         .map_or_else(|| "still open".to_owned(), describe)
 }
 
-fn write_trace(path: &PathBuf, report: &SoakReport) -> anyhow::Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for (at, event) in &report.trace {
-        writeln!(
-            out,
-            "{}",
-            json!({"time_s": round(at.as_secs_f64(), 6), "event": format!("{event:?}")})
-        )?;
-    }
-    out.flush()?;
-    Ok(())
-}
-
-fn round(x: f64, digits: i32) -> f64 {
-    let scale = 10f64.powi(digits);
-    (x * scale).round() / scale
+fn write_trace(path: &Path, report: &SoakReport) -> anyhow::Result<()> {
+    write_trace_events(
+        path,
+        report
+            .trace
+            .iter()
+            .map(|(at, event)| (at.as_secs_f64(), event)),
+    )
 }
 
 /// One run as JSON: only what the seed determines, so that a replay prints
