@@ -8,6 +8,7 @@ use anyhow::bail;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ltx::ConnectionStats;
+use ltx_proto::Profile;
 use ltx_sim::scenario::Scenario;
 use ltx_sim::units::{parse_duration, parse_fraction, parse_rate, parse_size};
 use serde_json::json;
@@ -36,6 +37,10 @@ pub(crate) struct DemoArgs {
     /// The seed of the payload and of the path's randomness.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The controller and redundancy preset: ltx (default), lt-tcp, ccp,
+    /// dfec, ctcp, fectcp, newreno, cubic or bbr.
+    #[arg(long, default_value = "ltx")]
+    profile: Profile,
     /// Print one JSON object instead of the progress bar and summary.
     #[arg(long)]
     json: bool,
@@ -66,6 +71,7 @@ impl DemoArgs {
             burst: self.burst,
             size: self.size,
             seed: self.seed,
+            transport: self.profile.transport_config(),
             ..Scenario::default()
         })
     }

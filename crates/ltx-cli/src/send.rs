@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 use ltx::{Connection, Endpoint, EndpointConfig, Security};
+use ltx_proto::Profile;
 use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
 use tokio::task::JoinSet;
@@ -37,6 +38,10 @@ pub(crate) struct SendArgs {
     /// flight from it instead of measuring.
     #[arg(long, value_parser = parse_rate)]
     rate_hint: Option<u64>,
+    /// The controller and redundancy preset: ltx (default), lt-tcp, ccp,
+    /// dfec, ctcp, fectcp, newreno, cubic or bbr.
+    #[arg(long, default_value = "ltx")]
+    profile: Profile,
     /// Give up when nothing is heard from the receiver for this long
     /// (the handshake included).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
@@ -84,7 +89,14 @@ async fn send_all(
     let mut config = EndpointConfig::client();
     config.security = Security::Noise(security);
     config.transport.idle_timeout = args.timeout;
+    args.profile.apply(&mut config.transport);
     if let Some(rate) = args.rate_hint {
+        if args.profile != Profile::Ltx {
+            bail!(
+                "--rate-hint sizes the ltx profile's start-up; the {} profile has no use for it",
+                args.profile
+            );
+        }
         config.transport.congestion = live::hinted_controller(rate);
     }
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;

@@ -405,3 +405,28 @@ fn a_receiver_with_a_preshared_key_takes_only_senders_that_have_it() {
     let received = finish(receiver, Duration::from_secs(60));
     assert!(received.status.success(), "{received:?}");
 }
+
+#[test]
+fn a_sender_runs_the_profile_it_is_given() {
+    // A seed preset carries the file as the default does; a rate hint,
+    // which only the ltx profile's start-up uses, is refused with another.
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let file = tmp.path().join("report.bin");
+    std::fs::write(&file, random_bytes(500_000, 3)).expect("write");
+    let out = tmp.path().join("out");
+    let (receiver, addr) = start_receiver(&out, &[]);
+    let refused = send(
+        &[&file],
+        &addr,
+        &["--profile", "cubic", "--rate-hint", "50mbit"],
+    );
+    assert!(!refused.status.success(), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--rate-hint"), "{stderr}");
+    let sent = send(&[&file], &addr, &["--profile", "bbr"]);
+    assert!(sent.status.success(), "{sent:?}");
+    let received = finish(receiver, Duration::from_secs(60));
+    assert!(received.status.success(), "{received:?}");
+    let copy = std::fs::read(out.join("report.bin")).expect("read the copy");
+    assert!(copy == random_bytes(500_000, 3), "the copy differs");
+}
