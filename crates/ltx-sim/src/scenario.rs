@@ -128,7 +128,8 @@ pub struct ScenarioResult {
     pub ideal_s: f64,
     /// completion / ideal.
     pub ratio: Option<f64>,
-    /// Sum of flows' goodputs, bits/s.
+    /// All flows' delivered bytes over the last flow's completion time,
+    /// bits/s (0 if a flow did not complete).
     pub goodput_bps: f64,
     /// Goodput / (C·(1−p)).
     pub efficiency: f64,
@@ -357,7 +358,11 @@ impl Scenario {
             .iter()
             .map(|&(_, r)| network.node(r).delivery().map_or(0, |d| d.read))
             .sum();
-        let goodput_bps: f64 = flows.iter().map(|f| f.goodput_bps).sum();
+        // All flows' bytes over the time the last one took: with flows of
+        // different lengths, a sum of per-flow goodputs would count the
+        // link's capacity twice over where one flow's end overlaps another's
+        // tail.
+        let goodput_bps = completion_s.map_or(0.0, |t| delivered as f64 * 8.0 / t);
         let offered = bottleneck.offered.max(1) as f64;
         ScenarioResult {
             completion_s,
