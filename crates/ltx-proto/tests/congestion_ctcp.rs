@@ -463,3 +463,25 @@ fn a_queue_that_drains_do_not_empty_is_left_to_the_loss_rule() {
         "still growing at the end: {windows:?}"
     );
 }
+
+#[test]
+fn a_delivery_cap_bounds_a_window_whose_packets_nearly_all_vanish() {
+    // 98 % of every window lost and no queue to show: the loss rule does
+    // nothing (no standing queue), so only the cap, when asked for, holds
+    // the window to a few BDPs of what gets through.
+    let epoch = Instant::now();
+    let (mut open, mut rtt, now) = in_avoidance(epoch, 400);
+    let uncapped = drive(&mut open, &mut rtt, now, 12, RTT_MIN, 0.98, 0x30);
+    assert!(
+        uncapped.iter().all(|&w| w >= 400 * PKT),
+        "without a cap: {uncapped:?}"
+    );
+    let mut config = CtcpConfig::default();
+    config.delivery_cap(Some(2.5));
+    let (mut capped, mut rtt, now) = in_avoidance_with(epoch, 400, config);
+    let windows = drive(&mut capped, &mut rtt, now, 12, RTT_MIN, 0.98, 0x30);
+    // About 8 packets acknowledged a round, and 3× that counted lost: the
+    // cap is a few times 32 packets, far below the 400 of the window.
+    let last = *windows.last().expect("rounds");
+    assert!(last <= 200 * PKT, "with a cap: {windows:?}");
+}
