@@ -91,12 +91,18 @@ async fn congestion_marks_set_by_the_path_reach_the_sender() {
     let seed = 8;
     timeout(BOUND, async {
         // A slow bottleneck with CoDel marking: the transfer builds a queue,
-        // and the queue marks instead of dropping ECN-capable packets.
+        // and the queue marks instead of dropping ECN-capable packets. A
+        // tight CoDel (1 ms for 20 ms): the sender's queue target keeps the
+        // standing queue near a quarter of the RTT, drained every few round
+        // trips, which the RFC's 5 ms for 100 ms would rarely see.
         let forward = LinkConfig {
             delay: Duration::from_millis(10),
             rate: Some(Rate::mbit(10.0)),
             queue: QueueLimit::Packets(1000),
-            aqm: Some(Aqm::codel()),
+            aqm: Some(Aqm::CoDel {
+                target: Duration::from_millis(1),
+                interval: Duration::from_millis(20),
+            }),
             ..LinkConfig::default()
         };
         let reverse = LinkConfig {
