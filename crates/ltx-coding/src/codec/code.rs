@@ -4,7 +4,13 @@
 
 use thiserror::Error;
 
-use crate::rfc8681::{coding_coefficients, Density};
+use crate::rfc8681::{coding_coefficients, Density, InvalidDensity};
+
+/// The density byte of an XOR parity repair. In RFC 8681's terms it is the
+/// code over GF(2) (m = 1, the high nibble) with DT = 15 (the low nibble),
+/// whose coefficients are all 1; the random codes over GF(2^8) use the bytes
+/// 0x00..=0x0F, so the two never collide.
+pub const XOR_PARITY_DENSITY: u8 = 0x1f;
 use crate::{RepairKey, SymbolId, Window};
 
 /// The code that turns source symbols into repair symbols.
@@ -109,6 +115,30 @@ impl Code {
         Ok(())
     }
 
+    /// The byte a repair symbol carries to name its coefficients: RFC 8681's
+    /// density DT (0..=15) for the random codes, whose coefficients are
+    /// GF(2^8) elements drawn from the key; [`XOR_PARITY_DENSITY`] for XOR
+    /// parity.
+    pub fn density_byte(&self) -> u8 {
+        match *self {
+            Code::SlidingWindow { density } | Code::Block { density, .. } => density.get(),
+            Code::XorParity => XOR_PARITY_DENSITY,
+        }
+    }
+
+    /// The code a receiver rebuilds a repair's coefficients with, from its
+    /// density byte: any window, so a block repair decodes as a
+    /// sliding-window one whose window is the block (the coefficients are
+    /// the same).
+    pub fn from_density_byte(byte: u8) -> Result<Code, InvalidDensity> {
+        if byte == XOR_PARITY_DENSITY {
+            return Ok(Code::XorParity);
+        }
+        Ok(Code::SlidingWindow {
+            density: Density::new(byte)?,
+        })
+    }
+
     /// In block mode, the block that holds `id`; `None` for the other codes.
     pub fn block_of(&self, id: SymbolId) -> Option<Window> {
         match *self {
@@ -151,6 +181,22 @@ mod tests {
             .coefficients(Window::new(SymbolId(3), 7), RepairKey(99), &mut out)
             .unwrap();
         assert_eq!(out, [1; 7]);
+    }
+
+    #[test]
+    fn the_density_byte_names_the_code_both_ways() {
+        for code in [
+            Code::default(),
+            Code::XorParity,
+            Code::SlidingWindow {
+                density: Density::new(3).unwrap(),
+            },
+        ] {
+            assert_eq!(Code::from_density_byte(code.density_byte()), Ok(code));
+        }
+        assert_eq!(Code::XorParity.density_byte(), 0x1f);
+        assert_eq!(Code::from_density_byte(0x10), Err(InvalidDensity(0x10)));
+        assert_eq!(Code::from_density_byte(0x20), Err(InvalidDensity(0x20)));
     }
 
     #[test]

@@ -217,9 +217,24 @@ impl Encoder {
         Some(&self.ring[start..start + self.config.symbol_size])
     }
 
-    /// Writes into `out` the repair symbol over `window` with `key`.
+    /// Writes into `out` the repair symbol over `window` with `key`, in the
+    /// encoder's code.
     pub fn repair(
         &mut self,
+        window: Window,
+        key: RepairKey,
+        out: &mut [u8],
+    ) -> Result<(), EncodeError> {
+        self.repair_with(self.config.code, window, key, out)
+    }
+
+    /// Writes into `out` the repair symbol over `window` with `key` in
+    /// `code`, which may differ from the encoder's: a sender that mixes XOR
+    /// parity with random linear repairs over the same held symbols asks
+    /// for each in its own code.
+    pub fn repair_with(
+        &mut self,
+        code: Code,
         window: Window,
         key: RepairKey,
         out: &mut [u8],
@@ -240,9 +255,7 @@ impl Encoder {
             });
         }
         self.coefficients.resize(usize::from(window.len), 0);
-        self.config
-            .code
-            .coefficients(window, key, &mut self.coefficients)?;
+        code.coefficients(window, key, &mut self.coefficients)?;
         let terms = self.coefficients.iter().zip(window.ids()).map(|(&c, id)| {
             let start = self.slot(id) * size;
             (c, &self.ring[start..start + size])

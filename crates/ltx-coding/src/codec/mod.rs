@@ -5,7 +5,7 @@ mod code;
 mod decoder;
 mod encoder;
 
-pub use code::{Code, CodeError};
+pub use code::{Code, CodeError, XOR_PARITY_DENSITY};
 pub use decoder::{DecodeError, Decoder, DecoderConfig, Outcome};
 pub use encoder::{repair_from_sources, ConfigError, EncodeError, Encoder, EncoderConfig};
 
