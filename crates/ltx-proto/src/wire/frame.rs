@@ -24,6 +24,10 @@ pub const MAX_NOISE_MESSAGE_LEN: usize = 0x400;
 /// non-zero).
 const MAX_DENSITY: u8 = 0x0f;
 
+/// The density byte of an XOR parity repair (every coefficient 1); the only
+/// value above [`MAX_DENSITY`] a repair frame may carry.
+const XOR_PARITY_DENSITY: u8 = ltx_coding::codec::XOR_PARITY_DENSITY;
+
 /// The type byte of each frame.
 mod kind {
     pub(super) const PADDING: u8 = 0x00;
@@ -82,7 +86,8 @@ pub struct RepairFrame<'a> {
     pub window: Window,
     /// The key the coefficients are drawn from.
     pub key: RepairKey,
-    /// The RFC 8681 density threshold DT, 0..=15.
+    /// The RFC 8681 density threshold DT, 0..=15, or 0x1f for XOR parity
+    /// (every coefficient 1).
     pub density: u8,
     /// The repair symbol, at most [`MAX_SYMBOL_SIZE`] bytes, trailing zeros
     /// possibly cut off.
@@ -272,7 +277,7 @@ impl<'a> Frame<'a> {
                 }
                 let key = RepairKey(r.varint_u16("repair key")?);
                 let density = r.u8("density")?;
-                if density > MAX_DENSITY {
+                if density > MAX_DENSITY && density != XOR_PARITY_DENSITY {
                     return Err(WireError::OutOfRange("density"));
                 }
                 let data = r.bytes_with_len(MAX_SYMBOL_SIZE, "repair data")?;
@@ -716,6 +721,17 @@ mod tests {
             parse(&repair_bytes(1, 16)),
             Err(WireError::OutOfRange("density"))
         );
+    }
+
+    #[test]
+    fn density_0x1f_is_xor_parity_and_its_neighbours_are_refused() {
+        assert!(parse(&repair_bytes(1, 0x1f)).is_ok());
+        for refused in [0x1e, 0x20, 0xff] {
+            assert_eq!(
+                parse(&repair_bytes(1, refused)),
+                Err(WireError::OutOfRange("density"))
+            );
+        }
     }
 
     #[test]
