@@ -1,13 +1,18 @@
-//! Presets: a congestion controller and a redundancy policy under one
+//! Presets: a congestion controller and a redundancy scheme under one
 //! name, for the command line and for side-by-side measurements.
 //!
-//! Every preset for now pairs its controller with the default redundancy
-//! policy ([`RedundancyConfig::default`]); the seeds' own redundancy
-//! policies (LT-TCP's PFEC/RFEC provisioning, TCP-dFEC's 1 ± δ ratio,
-//! FECTCP's fixed code overhead) are later work, so a preset reproduces its
-//! seed's window control, not yet its coding.
+//! The seed presets pair their seed's window control with their seed's
+//! redundancy ([`Profile::redundancy`]): LT-TCP's PFEC + RFEC over blocks,
+//! TCP-dFEC's XOR parity steered by 1 ± δ, Coded TCP's blocks of 32 with
+//! random linear coding, FECTCP's rateless coding of a whole block. `ltx`,
+//! `ccp` and the TCP baselines run ltx's sliding-window policy
+//! ([`RedundancyConfig::default`]). Where each deviates from its seed is
+//! said in its scheme's module: [`blocks`], [`dfec`], [`whole_block`].
 //!
 //! [`RedundancyConfig::default`]: crate::recovery::RedundancyConfig
+//! [`blocks`]: crate::recovery::blocks
+//! [`dfec`]: crate::recovery::dfec
+//! [`whole_block`]: crate::recovery::whole_block
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,6 +22,7 @@ use crate::congestion::{
     BbrConfig, CcpConfig, ControllerFactory, CtcpConfig, CubicConfig, FectcpConfig, LtTcpConfig,
     NewRenoConfig,
 };
+use crate::recovery::{BlockConfig, DfecConfig, RedundancyConfig, SchemeConfig, WholeBlockConfig};
 use crate::TransportConfig;
 
 /// A named controller and redundancy policy.
@@ -29,7 +35,9 @@ pub enum Profile {
     Ltx,
     /// Seed 000 (LT-TCP): a TCP window that answers ECN CE marks only
     /// ([`LtTcpConfig`]); it never backs off behind a queue that drops
-    /// without marking, as the seed assumes ECN.
+    /// without marking, as the seed assumes ECN. Redundancy: blocks of 64
+    /// with PFEC sized from the loss estimate and RFEC on feedback
+    /// ([`BlockConfig::LT_TCP`]); the block size is ltx's choice.
     LtTcp,
     /// Seed 001 (CCP): delay-based control holding the queue at a tenth of
     /// the largest queue seen ([`CcpConfig`]); the control law is a reading
@@ -37,16 +45,25 @@ pub enum Profile {
     /// unstated.
     Ccp,
     /// Seed 002 (TCP-dFEC): standard TCP window control, which the seed
-    /// keeps, as [`NewRenoConfig`]; the seed's XOR FEC steered by 1 ± δ is
-    /// not yet its redundancy policy.
+    /// keeps, as [`NewRenoConfig`]. Redundancy: XOR parity whose ratio is
+    /// steered towards a target residual loss by 1 ± δ, inside a FEC window
+    /// halved when FEC is lost or fails ([`DfecConfig`]); what XOR misses
+    /// is answered by random linear repair, where the seed retransmits.
     Dfec,
     /// Seed 003 (Coded TCP): the rule `cwnd ← cwnd × RTTmin / RTT` alone,
-    /// without ltx's additions ([`CtcpConfig::seed_rule`]).
+    /// without ltx's additions ([`CtcpConfig::seed_rule`]). Redundancy:
+    /// blocks of 32 source packets, random linear coding, `k·p/(1−p)`
+    /// proactive repairs per block and extra coded packets on feedback
+    /// ([`BlockConfig::CODED_TCP`]).
     Ctcp,
     /// Seed 004 (FECTCP): window control by time-outs
     /// `ΔT = (1 + β)(sRTT + σ)` that hide isolated losses
     /// ([`FectcpConfig`]); it reduces once per round trip where the seed
-    /// halves on every time-out.
+    /// halves on every time-out. Redundancy: the whole transfer (up to the
+    /// peer's window) is one block, its source symbols then random linear
+    /// repairs over all of it until the receiver's decoded-through says it
+    /// is recovered, the seed's BACK ([`WholeBlockConfig`]); the code is
+    /// RLC where the seed uses a Raptor-like one.
     Fectcp,
     /// NewReno (RFC 5681, 6582): the loss-based baseline ([`NewRenoConfig`]).
     NewReno,
@@ -106,11 +123,29 @@ impl Profile {
         }
     }
 
-    /// Sets `config`'s controller and redundancy policy to the profile's,
+    /// The profile's redundancy: the seed's scheme for the seed presets,
+    /// ltx's sliding window for the others.
+    pub fn redundancy(self) -> RedundancyConfig {
+        let scheme = match self {
+            Profile::LtTcp => SchemeConfig::Blocks(BlockConfig::LT_TCP),
+            Profile::Dfec => SchemeConfig::Dfec(DfecConfig::default()),
+            Profile::Ctcp => SchemeConfig::Blocks(BlockConfig::CODED_TCP),
+            Profile::Fectcp => SchemeConfig::WholeBlock(WholeBlockConfig::default()),
+            Profile::Ltx | Profile::Ccp | Profile::NewReno | Profile::Cubic | Profile::Bbr => {
+                SchemeConfig::SlidingWindow
+            }
+        };
+        RedundancyConfig {
+            scheme,
+            ..RedundancyConfig::default()
+        }
+    }
+
+    /// Sets `config`'s controller and redundancy scheme to the profile's,
     /// leaving its other settings alone.
     pub fn apply(self, config: &mut TransportConfig) {
         config.congestion = self.controller();
-        config.redundancy = Default::default();
+        config.redundancy = self.redundancy();
     }
 
     /// The default transport configuration with the profile's controller
@@ -167,6 +202,26 @@ mod tests {
                 "{message} lacks {profile}"
             );
         }
+    }
+
+    #[test]
+    fn each_profile_builds_its_seeds_redundancy() {
+        let expected = [
+            "sliding-window",
+            "blocks",
+            "sliding-window",
+            "dfec",
+            "blocks",
+            "whole-block",
+            "sliding-window",
+            "sliding-window",
+            "sliding-window",
+        ];
+        for (profile, name) in Profile::ALL.into_iter().zip(expected) {
+            let config = profile.transport_config();
+            assert_eq!(config.redundancy.build(1024).name(), name, "{profile}");
+        }
+        assert_eq!(Profile::Ltx.redundancy(), RedundancyConfig::default());
     }
 
     #[test]

@@ -9,8 +9,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use ltx_coding::codec::{Code, Decoder, DecoderConfig, EncodeError, Encoder, EncoderConfig};
-use ltx_coding::rfc8681::Density;
-use ltx_coding::{RepairKey, SymbolId, Window};
+use ltx_coding::{RepairKey, SymbolId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -20,7 +19,9 @@ use crate::event::{codes, CloseReason, Event, Metrics, PacketKind, TraceEvent};
 use crate::protection::{
     PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
 };
-use crate::recovery::{LossEstimate, LossEstimator, RedundancyPolicy};
+use crate::recovery::{
+    Feedback, LossEstimate, LossEstimator, RedundancyScheme, RepairRange, RepairReason,
+};
 use crate::rtt::RttEstimator;
 use crate::wire::{
     AckFrame, CloseFrame, ConnectionId, DecoderState, EcnCounts, Frame, Frames, HandshakeFrame,
@@ -63,8 +64,6 @@ const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1 + 2;
 /// Smallest datagram a client's first packet is padded to, so that a path
 /// that cannot carry full packets fails at once.
 const MIN_INITIAL: usize = 1200;
-/// Widest window, in symbols, of a repair sent in answer to feedback.
-const REACTIVE_SPAN: u64 = 16_384;
 /// Ranges an ACK carries: enough to cover the packets in flight at any loss
 /// rate that matters, few enough that acknowledgements stay small.
 const ACK_RANGES: usize = 16;
@@ -279,7 +278,7 @@ pub struct Connection {
     streams: Streams,
     rtt: RttEstimator,
     loss: LossEstimator,
-    policy: RedundancyPolicy,
+    scheme: Box<dyn RedundancyScheme>,
     controller: Box<dyn Controller>,
     pacer: Pacer,
     last_sent: Instant,
@@ -418,7 +417,7 @@ impl Connection {
             streams: Streams::new(side, limits),
             rtt: RttEstimator::new(config.initial_rtt),
             loss: LossEstimator::new(),
-            policy: RedundancyPolicy::new(config.redundancy),
+            scheme: config.redundancy.build(config.max_window),
             controller,
             pacer: Pacer::new(config.max_datagram),
             last_sent: now,
@@ -467,7 +466,7 @@ impl Connection {
             min_rtt: self.rtt.min(),
             loss_rate: estimate.rate,
             loss_burst: estimate.burst,
-            redundancy: self.policy.proactive_ratio(&estimate),
+            redundancy: self.scheme.proactive_ratio(&estimate),
             cwnd: self.controller.window(),
             pacing_rate: self.pacing_rate(),
             bytes_in_flight: self.sent.bytes_in_flight,
@@ -626,9 +625,14 @@ impl Connection {
                 let deficit = self.peer_missing.saturating_sub(self.peer_rank);
                 if deficit > 0 {
                     let estimate = self.loss.estimate();
+                    let feedback = Feedback {
+                        deficit,
+                        repairs_in_flight: 0,
+                        decoded_through: self.peer_decoded_through,
+                    };
                     self.reactive_owed = self
                         .reactive_owed
-                        .max(self.policy.reactive_repairs(deficit, 0, &estimate));
+                        .max(self.scheme.reactive_repairs(&feedback, &estimate));
                 }
             }
             _ => {}
@@ -717,7 +721,10 @@ impl Connection {
         let encoder = self.encoder.as_ref()?;
         let held = encoder.next_id().0 - encoder.oldest().0;
         let window_open = encoder.next_id().0 < self.peer_decoded_through.0 + self.peer_window
-            && held < u64::from(encoder.config().max_window);
+            && held < u64::from(encoder.config().max_window)
+            && self
+                .scheme
+                .may_send_source(encoder.next_id(), self.peer_decoded_through);
         let probe = self.probe_owed > 0 && held > 0;
         let data = window_open && self.streams.has_pending();
         let want_repair =
@@ -737,20 +744,21 @@ impl Connection {
             }
         }
         if probe || self.reactive_owed > 0 {
-            if probe {
+            let reason = if probe {
                 self.probe_owed -= 1;
                 self.stats.repair_probe += 1;
+                RepairReason::Probe
             } else {
                 self.reactive_owed -= 1;
                 self.stats.repair_reactive += 1;
-            }
-            return self.build_repair(now, None);
+                RepairReason::Reactive
+            };
+            return self.build_repair(now, reason);
         }
         if self.repair_credit >= 1.0 && held > 0 {
             self.repair_credit -= 1.0;
             self.stats.repair_proactive += 1;
-            let span = u64::from(self.config.max_repair_span);
-            return self.build_repair(now, Some(span));
+            return self.build_repair(now, RepairReason::Proactive);
         }
         if data {
             return self.build_source(now);
@@ -758,7 +766,7 @@ impl Connection {
         if self.tail_owed > 0 {
             self.tail_owed -= 1;
             self.stats.repair_tail += 1;
-            return self.build_repair(now, None);
+            return self.build_repair(now, RepairReason::Tail);
         }
         None
     }
@@ -996,14 +1004,19 @@ impl Connection {
         self.symbol_scratch = symbol;
         self.stats.source_symbols_sent += 1;
         let estimate = self.loss.estimate();
-        let ratio = self.policy.proactive_ratio(&estimate);
-        self.repair_credit = (self.repair_credit + ratio).min(ratio.max(1.0) * 4.0);
+        self.repair_credit = self
+            .scheme
+            .credit_after_source(id, self.repair_credit, &estimate);
         // More data followed: the tail was not the end after all.
         self.tail_owed = 0;
         self.tail_armed = true;
-        if !self.streams.has_pending() {
+        let next = SymbolId(id.0 + 1);
+        if !self.streams.has_pending()
+            || !self.scheme.may_send_source(next, self.peer_decoded_through)
+        {
             self.arm_tail(&estimate);
         }
+        self.scheme.on_source_sent(number, id);
         Some(self.finish_packet(
             now,
             buf,
@@ -1033,60 +1046,58 @@ impl Connection {
         // The link would idle otherwise: protect the last symbols on top of
         // their proactive repairs, so that the last gap rarely waits for a
         // round trip of feedback.
-        let tail = self.policy.tail_repairs(unconfirmed, estimate);
+        let tail = self
+            .scheme
+            .tail_repairs(unconfirmed, encoder.next_id(), estimate);
         let credit = self.repair_credit.ceil() as u64;
         self.tail_owed = self.tail_owed.max(tail.max(credit));
         self.repair_credit = 0.0;
     }
 
-    /// A repair symbol over the last `span` symbols held (proactive), or,
-    /// with `None`, over the oldest symbols the peer may lack (reactive,
-    /// tail and probes): from its first unknown symbol to the newest it has
-    /// reported, at most [`REACTIVE_SPAN`] of them — wider windows cost
-    /// both ends work in proportion, and the oldest gap is what holds
-    /// delivery back.
-    fn build_repair(&mut self, now: Instant, span: Option<u64>) -> Option<Transmit> {
+    /// A repair symbol for `reason`, over the window and in the code the
+    /// redundancy scheme plans (the default: the newest symbols held for
+    /// proactive repair, the peer's oldest gaps otherwise).
+    fn build_repair(&mut self, now: Instant, reason: RepairReason) -> Option<Transmit> {
         let encoder = self.encoder.as_mut()?;
-        let next = encoder.next_id().0;
-        let oldest = encoder.oldest().0;
-        if next == oldest {
+        if encoder.next_id() == encoder.oldest() {
             return None;
         }
-        let (first, end) = match span {
-            Some(span) => (next.saturating_sub(span).max(oldest), next),
-            None => {
-                let reported = self.peer_end.0.clamp(oldest, next);
-                let end = if reported > oldest { reported } else { next };
-                (oldest, end.min(oldest + REACTIVE_SPAN))
-            }
+        let range = RepairRange {
+            oldest: encoder.oldest(),
+            next: encoder.next_id(),
+            peer_end: self.peer_end,
+            max_span: u64::from(self.config.max_repair_span),
         };
-        let len = (end - first).min(u64::from(u16::MAX)) as u16;
-        let window = Window::new(SymbolId(end - u64::from(len)), len);
+        let plan = self.scheme.plan_repair(reason, &range)?;
         let key = RepairKey(self.next_repair_key);
         self.next_repair_key = self.next_repair_key.wrapping_add(1);
         let mut data = std::mem::take(&mut self.symbol_scratch);
         data.resize(self.symbol_size, 0);
-        if encoder.repair(window, key, &mut data).is_err() {
+        if encoder
+            .repair_with(plan.code, plan.window, key, &mut data)
+            .is_err()
+        {
             self.symbol_scratch = data;
             return None;
         }
         let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
         Frame::Repair(RepairFrame {
-            window,
+            window: plan.window,
             key,
-            density: Density::FULL.get(),
+            density: plan.code.density_byte(),
             data: &data,
         })
         .emit(&mut buf);
         self.symbol_scratch = data;
         self.stats.repair_symbols_sent += 1;
+        self.scheme.on_repair_sent(number, reason, &plan);
         Some(self.finish_packet(
             now,
             buf,
             number,
             header_len,
             PacketKind::Repair,
-            Some(if span.is_some() {
+            Some(if reason == RepairReason::Proactive {
                 Carried::Repair
             } else {
                 Carried::WideRepair
@@ -1335,6 +1346,7 @@ impl Connection {
         self.encoder = Some(encoder);
         self.decoder = Some(decoder);
         self.peer_window = u64::from(params.max_window);
+        self.scheme = self.config.redundancy.build(params.max_window);
         self.streams
             .set_peer_limits(params.max_data, params.max_stream_data, params.max_streams);
         if established {
@@ -1408,11 +1420,10 @@ impl Connection {
             self.stats.repairs_stale += 1;
             return Ok(());
         }
-        let density = Density::new(repair.density).map_err(|e| Violation {
+        let code = Code::from_density_byte(repair.density).map_err(|e| Violation {
             code: codes::PROTOCOL_VIOLATION,
             reason: e.to_string(),
         })?;
-        let code = Code::SlidingWindow { density };
         let mut coefficients = vec![0u8; usize::from(repair.window.len)];
         if code
             .coefficients(repair.window, repair.key, &mut coefficients)
@@ -1509,6 +1520,7 @@ impl Connection {
         }
         for &(number, packet) in &outcome.acked {
             self.loss.on_delivered(number);
+            self.scheme.on_packet_acked(number);
             self.controller
                 .on_ack(now, packet.time, packet.size, false, &self.rtt);
         }
@@ -1548,10 +1560,12 @@ impl Connection {
             let estimate = self.loss.estimate();
             // The decoder lacks `missing − rank` equations: repairs it holds
             // but could not yet solve with count already.
-            let deficit = state.missing.saturating_sub(state.rank);
-            let mut owed =
-                self.policy
-                    .reactive_repairs(deficit, self.sent.repairs_in_flight, &estimate);
+            let feedback = Feedback {
+                deficit: state.missing.saturating_sub(state.rank),
+                repairs_in_flight: self.sent.repairs_in_flight,
+                decoded_through: self.peer_decoded_through,
+            };
+            let mut owed = self.scheme.reactive_repairs(&feedback, &estimate);
             if owed > 0 && !self.streams.has_pending() {
                 // Nothing else to send: the link is ours, and another round
                 // trip for the last gap costs more than a few repairs.
@@ -1569,7 +1583,7 @@ impl Connection {
                     min_rtt: self.rtt.min().as_secs_f64(),
                     loss_rate: estimate.rate,
                     burst: estimate.burst,
-                    redundancy: self.policy.proactive_ratio(&estimate),
+                    redundancy: self.scheme.proactive_ratio(&estimate),
                     peer_decoded_through: self.peer_decoded_through.0,
                     peer_missing: self.peer_missing,
                     peer_rank: self.peer_rank,
@@ -1600,6 +1614,7 @@ impl Connection {
         }
         for &(number, _) in &lost {
             self.loss.on_lost(number);
+            self.scheme.on_packet_lost(number);
             if self.config.trace {
                 self.events.push_back(Event::Trace(TraceEvent::PacketLost {
                     number: PacketNumber(number),

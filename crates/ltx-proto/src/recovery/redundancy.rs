@@ -37,7 +37,7 @@
 //! default: reactive repair answers the rest within a round trip), `n = 64`
 //! asks for a ratio of 0.343, `n = 4096` for 0.261.
 
-use super::LossEstimate;
+use super::{LossEstimate, SchemeConfig};
 
 /// The loss rate above which the policy stops trying: repair for a path that
 /// loses almost everything would be unbounded.
@@ -58,6 +58,9 @@ pub struct RedundancyConfig {
     pub reactive_extra: u64,
     /// The window of source symbols the proactive ratio is sized for.
     pub window: u64,
+    /// The scheme that spends these numbers: ltx's sliding window by
+    /// default, or one of the seeds' (see [`SchemeConfig`]).
+    pub scheme: SchemeConfig,
 }
 
 impl Default for RedundancyConfig {
@@ -68,6 +71,7 @@ impl Default for RedundancyConfig {
             reactive_margin: 0.1,
             reactive_extra: 1,
             window: 4096,
+            scheme: SchemeConfig::SlidingWindow,
         }
     }
 }

@@ -1,0 +1,235 @@
+//! The redundancy scheme: the policy the connection consults wherever it
+//! decides on repair — how much proactive credit a source symbol earns, how
+//! many repairs answer the peer's feedback and the tail of a transfer, and
+//! which window each repair covers in which code.
+//!
+//! The connection owns the mechanism (the encoder, the congestion window,
+//! the pacer, the wire); a scheme only answers its questions. Four schemes
+//! exist, one per [`SchemeConfig`] variant:
+//!
+//! | scheme | windows | coefficients | seed |
+//! | --- | --- | --- | --- |
+//! | [`RedundancyPolicy`] | sliding: the newest symbols, or the peer's oldest gaps | RLC | ltx |
+//! | [`BlockScheme`] | fixed aligned blocks | RLC | 000 LT-TCP, 003 Coded TCP |
+//! | [`DfecScheme`] | XOR groups sized by the ratio | XOR, RLC for feedback | 002 TCP-dFEC |
+//! | [`WholeBlockScheme`] | the whole application block | RLC | 004 FECTCP |
+//!
+//! Every repair is a frame naming its window, key and density byte, so the
+//! receiver decodes all of them through one path: a block repair is a
+//! repair whose window is the block, an XOR parity a repair whose density
+//! byte says its coefficients are all 1.
+
+use std::fmt;
+
+use ltx_coding::codec::Code;
+use ltx_coding::{SymbolId, Window};
+
+use super::blocks::{BlockConfig, BlockScheme};
+use super::dfec::{DfecConfig, DfecScheme};
+use super::whole_block::{WholeBlockConfig, WholeBlockScheme};
+use super::{LossEstimate, RedundancyConfig, RedundancyPolicy};
+
+/// Widest window, in symbols, of a repair sent in answer to feedback by the
+/// sliding-window policy: wider windows cost both ends work in proportion,
+/// and the oldest gap is what holds delivery back.
+pub const REACTIVE_SPAN: u64 = 16_384;
+
+/// Why a repair symbol is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RepairReason {
+    /// Ahead of loss, from the credit source symbols earn.
+    Proactive,
+    /// In answer to the peer's reported deficit.
+    Reactive,
+    /// For the tail of a transfer, when the sender has no new data.
+    Tail,
+    /// At a probe time-out, when feedback stopped.
+    Probe,
+}
+
+/// The symbols a repair may cover, as the sender sees them when it builds
+/// one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepairRange {
+    /// The oldest source symbol the sender holds: the peer has decoded every
+    /// symbol before it.
+    pub oldest: SymbolId,
+    /// The next source symbol to be sent; a window ends at or before it.
+    pub next: SymbolId,
+    /// The end of the symbols the peer has reported seeing.
+    pub peer_end: SymbolId,
+    /// The widest proactive window the transport allows
+    /// ([`TransportConfig::max_repair_span`]).
+    ///
+    /// [`TransportConfig::max_repair_span`]: crate::TransportConfig::max_repair_span
+    pub max_span: u64,
+}
+
+/// One repair symbol to build: the window it combines and its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RepairPlan {
+    /// The source symbols combined; inside the [`RepairRange`] it was
+    /// planned for.
+    pub window: Window,
+    /// The code its coefficients come from; the density byte on the wire
+    /// says which.
+    pub code: Code,
+}
+
+/// What the peer's latest acknowledgement says about its decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Feedback {
+    /// Equations the decoder lacks: unknown source symbols that no held
+    /// repair covers.
+    pub deficit: u64,
+    /// Repairs over the peer's gaps still in flight (reactive, tail, probe).
+    pub repairs_in_flight: u64,
+    /// The peer's first unknown source symbol.
+    pub decoded_through: SymbolId,
+}
+
+/// A policy that decides on repair for a connection. Every method has the
+/// loss estimate it needs passed in; the scheme reads no clock.
+///
+/// The fate hooks (`on_*_sent`, `on_packet_acked`, `on_packet_lost`) let a
+/// scheme follow its own packets, as TCP-dFEC follows its parity; they do
+/// nothing by default.
+pub trait RedundancyScheme: fmt::Debug + Send {
+    /// The scheme's name, for logs.
+    fn name(&self) -> &'static str;
+
+    /// Repair symbols per source symbol it sends ahead of loss now, for
+    /// statistics and traces.
+    fn proactive_ratio(&self, estimate: &LossEstimate) -> f64;
+
+    /// The proactive credit after source symbol `id` was sent with the
+    /// credit at `credit`; one repair is sent per whole unit of credit,
+    /// before the next source symbol.
+    fn credit_after_source(&mut self, id: SymbolId, credit: f64, estimate: &LossEstimate) -> f64;
+
+    /// How many repairs answer the peer's feedback.
+    fn reactive_repairs(&mut self, feedback: &Feedback, estimate: &LossEstimate) -> u64;
+
+    /// How many repairs protect the tail of a transfer: the sender ran out
+    /// of data (or may not send more) with `unconfirmed` source symbols
+    /// before `next` whose fate it does not know.
+    fn tail_repairs(&self, unconfirmed: u64, next: SymbolId, estimate: &LossEstimate) -> u64;
+
+    /// The window and code of the next repair sent for `reason`, or `None`
+    /// if it has nothing to cover.
+    fn plan_repair(&mut self, reason: RepairReason, range: &RepairRange) -> Option<RepairPlan>;
+
+    /// Whether source symbol `next` may be sent now, given the peer's first
+    /// unknown symbol. A scheme that sends one block at a time holds the
+    /// next block back until the peer has the current one.
+    fn may_send_source(&self, _next: SymbolId, _peer_decoded_through: SymbolId) -> bool {
+        true
+    }
+
+    /// Packet `number` carried source symbol `id`.
+    fn on_source_sent(&mut self, _number: u64, _id: SymbolId) {}
+
+    /// Packet `number` carried the repair `plan`, sent for `reason`.
+    fn on_repair_sent(&mut self, _number: u64, _reason: RepairReason, _plan: &RepairPlan) {}
+
+    /// Packet `number` was acknowledged.
+    fn on_packet_acked(&mut self, _number: u64) {}
+
+    /// Packet `number` was declared lost.
+    fn on_packet_lost(&mut self, _number: u64) {}
+}
+
+/// Which scheme a connection runs, with its settings.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum SchemeConfig {
+    /// ltx's sliding-window policy ([`RedundancyPolicy`]), configured by the
+    /// rest of the [`RedundancyConfig`].
+    #[default]
+    SlidingWindow,
+    /// Fixed blocks with proactive and reactive repair ([`BlockScheme`]).
+    Blocks(BlockConfig),
+    /// XOR parity steered towards a target residual loss ([`DfecScheme`]).
+    Dfec(DfecConfig),
+    /// Rateless repair of the whole application block
+    /// ([`WholeBlockScheme`]).
+    WholeBlock(WholeBlockConfig),
+}
+
+impl RedundancyConfig {
+    /// The scheme this configuration describes, for a connection whose peer
+    /// holds at most `peer_window` unacknowledged symbols.
+    pub fn build(&self, peer_window: u16) -> Box<dyn RedundancyScheme> {
+        match self.scheme {
+            SchemeConfig::SlidingWindow => Box::new(RedundancyPolicy::new(*self)),
+            SchemeConfig::Blocks(config) => Box::new(BlockScheme::new(config, *self)),
+            SchemeConfig::Dfec(config) => Box::new(DfecScheme::new(config, *self)),
+            SchemeConfig::WholeBlock(config) => {
+                Box::new(WholeBlockScheme::new(config, peer_window))
+            }
+        }
+    }
+}
+
+/// A window of the symbols `[first, end)`, cut to the `u16` a frame carries
+/// by dropping its oldest symbols; `None` if empty.
+pub(crate) fn window_between(first: u64, end: u64) -> Option<Window> {
+    if end <= first {
+        return None;
+    }
+    let len = (end - first).min(u64::from(u16::MAX)) as u16;
+    Some(Window::new(SymbolId(end - u64::from(len)), len))
+}
+
+/// The sliding-window policy's reactive window: from the peer's first
+/// unknown symbol to the newest it reported (or to the newest sent if it
+/// reported none past it), at most [`REACTIVE_SPAN`] symbols.
+pub(crate) fn gap_window(range: &RepairRange) -> Option<Window> {
+    let (oldest, next) = (range.oldest.0, range.next.0);
+    let reported = range.peer_end.0.clamp(oldest, next);
+    let end = if reported > oldest { reported } else { next };
+    window_between(oldest, end.min(oldest + REACTIVE_SPAN))
+}
+
+impl RedundancyScheme for RedundancyPolicy {
+    fn name(&self) -> &'static str {
+        "sliding-window"
+    }
+
+    fn proactive_ratio(&self, estimate: &LossEstimate) -> f64 {
+        RedundancyPolicy::proactive_ratio(self, estimate)
+    }
+
+    fn credit_after_source(&mut self, _id: SymbolId, credit: f64, estimate: &LossEstimate) -> f64 {
+        let ratio = RedundancyPolicy::proactive_ratio(self, estimate);
+        // Banked credit is bounded, so that a burst of proactive repairs
+        // after a window-limited stretch stays short.
+        (credit + ratio).min(ratio.max(1.0) * 4.0)
+    }
+
+    fn reactive_repairs(&mut self, feedback: &Feedback, estimate: &LossEstimate) -> u64 {
+        RedundancyPolicy::reactive_repairs(
+            self,
+            feedback.deficit,
+            feedback.repairs_in_flight,
+            estimate,
+        )
+    }
+
+    fn tail_repairs(&self, unconfirmed: u64, _next: SymbolId, estimate: &LossEstimate) -> u64 {
+        RedundancyPolicy::tail_repairs(self, unconfirmed, estimate)
+    }
+
+    fn plan_repair(&mut self, reason: RepairReason, range: &RepairRange) -> Option<RepairPlan> {
+        let window = match reason {
+            RepairReason::Proactive => {
+                let (oldest, next) = (range.oldest.0, range.next.0);
+                window_between(next.saturating_sub(range.max_span).max(oldest), next)
+            }
+            RepairReason::Reactive | RepairReason::Tail | RepairReason::Probe => gap_window(range),
+        }?;
+        Some(RepairPlan {
+            window,
+            code: Code::default(),
+        })
+    }
+}
