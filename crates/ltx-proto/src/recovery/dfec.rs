@@ -243,11 +243,11 @@ impl DfecScheme {
             (GroupOutcome::Succeeded, _) => {
                 self.fec_window = (self.fec_window + 1).min(self.config.max_fec_window);
             }
-            (GroupOutcome::ParityLost | GroupOutcome::Failed, Some(n)) => {
-                if self.recovery_point.is_none_or(|point| n > point) {
-                    self.fec_window = (self.fec_window / 2).max(self.config.min_fec_window.max(1));
-                    self.recovery_point = self.newest_parity;
-                }
+            (GroupOutcome::ParityLost | GroupOutcome::Failed, Some(n))
+                if self.recovery_point.is_none_or(|point| n > point) =>
+            {
+                self.fec_window = (self.fec_window / 2).max(self.config.min_fec_window.max(1));
+                self.recovery_point = self.newest_parity;
             }
             _ => {}
         }
