@@ -32,10 +32,16 @@
 //!   would only eliminate them, so leaving them out changes no equation it
 //!   solves and spares both ends the work (and lets both forget them).
 //! - The code is the random linear code over GF(2^8) rather than a Raptor
-//!   code: its repairs travel in the frame every other repair uses and the
-//!   receiver decodes them through the same decoder. Its cost grows with
-//!   the block (each repair touches every unknown symbol), which a Raptor
-//!   code avoids.
+//!   code: its repairs travel in the frame every other repair uses (a
+//!   window, a key, a density) and the receiver decodes them through the
+//!   same decoder, where a RaptorQ symbol (RFC 6330) would need its own
+//!   identifier on the wire and its own decoder. The price is work: each
+//!   repair combines every symbol of the block, and the decoder eliminates
+//!   over all of its unknowns. Measured side by side on one machine, a
+//!   block of 7474 symbols of 1338 bytes (a 10 MB transfer) took about 30
+//!   times the CPU of the `raptorq` crate to encode and decode at 10 % loss
+//!   and about 125 times at 30 %; at 1000 symbols and 30 % loss, about 7
+//!   times. RLC needed exactly `K` symbols, RaptorQ `K + 12`.
 //! - The seed's code overhead ε (5 % in its simulations) is that of an LT or
 //!   Raptor code; this one's is near zero.
 
