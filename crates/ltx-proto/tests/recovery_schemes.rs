@@ -330,6 +330,33 @@ fn dfec_fec_window_halves_when_fec_is_lost_or_fails_and_grows_when_it_succeeds()
     );
 }
 
+#[test]
+fn dfec_feedback_does_not_race_a_parity_still_to_come() {
+    let estimate = iid(0.1);
+    let feedback = |deficit| Feedback {
+        deficit,
+        repairs_in_flight: 0,
+        decoded_through: SymbolId(3),
+    };
+    let mut sender = Sender::new(Box::new(dfec()));
+    sender.send(10, &estimate);
+    assert_eq!(sender.repairs.len(), 1, "one parity, packet 10");
+    // Source 3 is lost, the others arrive; the parity is on its way.
+    for number in 0..10 {
+        if number == 3 {
+            sender.scheme.on_packet_lost(number);
+        } else {
+            sender.scheme.on_packet_acked(number);
+        }
+    }
+    assert_eq!(sender.scheme.reactive_repairs(&feedback(1), &estimate), 0);
+    // A second loss the parity cannot cover is answered at once.
+    assert!(sender.scheme.reactive_repairs(&feedback(2), &estimate) > 0);
+    // The parity is lost too: the first loss is answered as well.
+    sender.scheme.on_packet_lost(10);
+    assert!(sender.scheme.reactive_repairs(&feedback(1), &estimate) > 0);
+}
+
 /// The FEC window after sending `count` sources with their parities and
 /// resolving them with `lost`.
 fn fec_window_after(lost: impl Fn(Fate) -> bool, count: u64) -> u64 {

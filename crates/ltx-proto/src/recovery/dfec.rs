@@ -28,7 +28,10 @@
 //! - Where XOR fails, TCP-dFEC falls back on TCP's retransmission. ltx
 //!   never retransmits: what the parity did not repair is answered by the
 //!   default policy's reactive repair (random linear combinations over the
-//!   peer's gaps, each of which stands in for any missing symbol).
+//!   peer's gaps, each of which stands in for any missing symbol). The
+//!   peer's deficit is first reduced by one for each group that lost a
+//!   symbol and still has its parity to come, so that feedback does not
+//!   race the parity.
 //! - The seed's period `T` and its numbers (target, δ) are not given in its
 //!   material; [`DfecConfig::default`] gives ltx's choices, and the period
 //!   is counted in resolved source symbols rather than in time.
@@ -329,8 +332,17 @@ impl RedundancyScheme for DfecScheme {
     }
 
     fn reactive_repairs(&mut self, feedback: &Feedback, estimate: &LossEstimate) -> u64 {
+        // A group that lost a symbol and whose parity is still to come will
+        // repair one loss itself: feedback answers only what XOR cannot, as
+        // the seed retransmits only when FEC has failed.
+        let parity_to_come = self
+            .groups
+            .values()
+            .filter(|g| g.lost > 0 && matches!(g.parity, Parity::Owed | Parity::InFlight(_)))
+            .count() as u64;
+        let deficit = feedback.deficit.saturating_sub(parity_to_come);
         self.policy
-            .reactive_repairs(feedback.deficit, feedback.repairs_in_flight, estimate)
+            .reactive_repairs(deficit, feedback.repairs_in_flight, estimate)
     }
 
     fn tail_repairs(&self, _unconfirmed: u64, _next: SymbolId, _estimate: &LossEstimate) -> u64 {
