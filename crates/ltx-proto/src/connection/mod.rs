@@ -666,7 +666,12 @@ impl Connection {
             || self.state == State::Handshaking
             || self.unconfirmed_symbols() > 0;
         if outstanding {
-            let from = if self.state == State::Handshaking {
+            // A server held back by the anti-amplification limit sends no
+            // probe, so its last send cannot time the next one.
+            let held_back = !self
+                .amplification
+                .allows(u64::from(self.config.max_datagram));
+            let from = if self.state == State::Handshaking || held_back {
                 now
             } else {
                 self.last_sent
