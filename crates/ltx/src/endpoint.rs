@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-use ltx_proto::accept::packet::InitialDatagram;
+use ltx_proto::accept::packet::{InitialDatagram, RetryPacket};
 use ltx_proto::accept::{AcceptStats, Acceptor, Decision, ServerLoad};
 use ltx_proto::protection::{PublicKey, SecurityConfig, StaticKeypair, KEY_LEN};
 use ltx_proto::wire::{ConnectionId, Header};
@@ -514,6 +514,24 @@ impl State {
         out: &mut SendQueue,
         max_segments: usize,
     ) {
+        if RetryPacket::parse(bytes).is_some() {
+            // A retry names the Initial it answers by the id the client
+            // chose for the server; the client connection checks it.
+            let mut delivered = false;
+            for slot in self.slots.values_mut() {
+                let waiting = slot.proto.side() == Side::Client
+                    && matches!(slot.phase, Phase::Handshaking)
+                    && slot.remote == from;
+                if waiting {
+                    slot.proto.handle_datagram(now, bytes, ecn);
+                    delivered = true;
+                }
+            }
+            if !delivered {
+                self.unroutable += 1;
+            }
+            return;
+        }
         let (key, packet) = match self.route(now, from, bytes) {
             Route::Connection(key, packet) => (key, packet),
             Route::Retry(retry) => {
