@@ -16,6 +16,8 @@ use ltx_proto::accept::CookieError;
 use ltx_proto::accept::{AcceptStats, Acceptor, Decision, Refusal, ServerLoad};
 use ltx_proto::protection::{SecurityConfig, StaticKeypair};
 use ltx_proto::wire::{ConnectionId, Header};
+use proptest::prelude::*;
+
 use ltx_proto::{
     AcceptConfig, Connection, EcnCodepoint, ReadOutcome, RetryPolicy, TransportConfig,
     AMPLIFICATION_FACTOR,
@@ -586,4 +588,71 @@ fn without_retry_the_half_open_limit_bounds_memory_but_shuts_out_clients() {
     let initial = client.poll_transmit(now).expect("an initial").contents;
     assert_eq!(server.receive(now, address(1), &initial), None);
     assert_eq!(server.stats().half_open_limit, 1000 - 64 + 1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Whatever arrives from whichever address, the acceptor decides
+    /// without panicking, and a retry it sends is always far smaller than
+    /// what it answers.
+    #[test]
+    fn arbitrary_datagrams_never_panic_the_acceptor(
+        bytes in prop::collection::vec(any::<u8>(), 0..1500),
+        cookie_prefix in any::<bool>(),
+        n in 0u32..1000,
+    ) {
+        let now = Instant::now();
+        let config = AcceptConfig { retry: RetryPolicy::Always, ..AcceptConfig::default() };
+        let mut acceptor = Acceptor::new(config, [9; 32], now);
+        let datagram = if cookie_prefix && !bytes.is_empty() {
+            InitialDatagram::wrap(&bytes[..bytes.len().min(64)], &bytes)
+        } else {
+            bytes
+        };
+        if let Decision::Retry(retry) = acceptor.handle(now, address(n), &datagram, ServerLoad::default()) {
+            prop_assert!(retry.len() * 3 <= datagram.len());
+        }
+        let _ = RetryPacket::parse(&datagram);
+        let mut client = secure_client(now, 1);
+        client.handle_datagram(now, &datagram, EcnCodepoint::Ect0);
+    }
+
+    /// A real first Initial, perhaps with a real cookie, with bytes
+    /// overwritten: still no panic, and a cookie that was touched is
+    /// never accepted.
+    #[test]
+    fn mutated_initials_never_panic_the_acceptor(
+        with_cookie in any::<bool>(),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+    ) {
+        let now = Instant::now();
+        let config = AcceptConfig { retry: RetryPolicy::Always, ..AcceptConfig::default() };
+        let mut acceptor = Acceptor::new(config, [9; 32], now);
+        let from = address(1);
+        let mut client = secure_client(now, 1);
+        let mut datagram = client.poll_transmit(now).expect("an initial").contents;
+        if with_cookie {
+            let Decision::Retry(retry) = acceptor.handle(now, from, &datagram, ServerLoad::default())
+            else {
+                panic!("a retry");
+            };
+            client.handle_datagram(now, &retry, EcnCodepoint::NotEct);
+            datagram = client.poll_transmit(now).expect("the initial again").contents;
+        }
+        let original = datagram.clone();
+        for (at, value) in &edits {
+            let i = at.index(datagram.len());
+            datagram[i] = *value;
+        }
+        let cookie_end = InitialDatagram::parse(&original)
+            .and_then(|i| i.cookie.map(|c| 3 + c.len()))
+            .unwrap_or(0);
+        let cookie_touched = datagram[..cookie_end] != original[..cookie_end];
+        let decision = acceptor.handle(now, from, &datagram, ServerLoad::default());
+        if cookie_touched {
+            let accepted = matches!(decision, Decision::Accept(_));
+            prop_assert!(!accepted, "a touched cookie was accepted");
+        }
+    }
 }

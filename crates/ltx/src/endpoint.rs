@@ -115,7 +115,8 @@ impl Default for EndpointConfig {
 pub struct EndpointStats {
     /// Connections it holds, in any state.
     pub connections: usize,
-    /// Of those, server connections whose handshake is not complete.
+    /// Of those, server connections whose handshake is not complete (or
+    /// whose client's address is not yet proved).
     pub half_open: usize,
     /// Datagrams that reached the socket but no connection (see
     /// [`Endpoint::unroutable_datagrams`]).
@@ -494,11 +495,16 @@ impl State {
         }
     }
 
-    /// Server connections whose handshake is not complete.
+    /// Server connections whose handshake is not complete, or whose
+    /// client has not yet proved its address (a plain server counts itself
+    /// connected on the first packet, which anyone can spoof).
     fn half_open(&self) -> usize {
         self.slots
             .values()
-            .filter(|s| s.proto.side() == Side::Server && matches!(s.phase, Phase::Handshaking))
+            .filter(|s| {
+                s.proto.side() == Side::Server
+                    && (matches!(s.phase, Phase::Handshaking) || !s.proto.is_address_validated())
+            })
             .count()
     }
 
