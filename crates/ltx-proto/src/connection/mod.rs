@@ -185,8 +185,9 @@ pub struct ConnectionStats {
     pub ce_marks: u64,
     /// Retries the client followed (at most one).
     pub retries: u64,
-    /// Times a server held back a datagram because its client's address
-    /// was not proved and the anti-amplification limit was reached.
+    /// Calls of `poll_transmit` a server answered with nothing because its
+    /// client's address was not proved and the anti-amplification limit
+    /// left no room for a full datagram (whether or not it had one to send).
     pub amplification_limited: u64,
     /// Stream bytes the application has read.
     pub stream_bytes_read: u64,
