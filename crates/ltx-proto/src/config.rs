@@ -16,12 +16,23 @@ pub(crate) const DECODER_HISTORY: u16 = 8192;
 /// The settings of one connection: sizes, limits, timers and the policies
 /// (congestion controller, redundancy) it runs.
 ///
-/// Memory per connection is bounded by these numbers: the sender holds at
-/// most `max_window` unacknowledged symbols of `symbol_size` bytes (its
-/// encoder ring) plus `send_buffer` bytes per stream; the receiver holds a
-/// decoder of `max_window + 8192` symbols (allocated on first use) and at
-/// most `stream_receive_window` bytes per stream and `receive_window` bytes
-/// in all waiting to be read.
+/// Memory per connection is bounded by these numbers, whatever the peer
+/// sends (a peer that goes past one is closed with a protocol violation):
+/// - the sender holds at most `max_window` unacknowledged symbols of
+///   `symbol_size` bytes (its encoder ring) plus `send_buffer` bytes per
+///   stream;
+/// - the receiver's decoder holds `max_window + 8192` symbols (allocated on
+///   the first symbol: at the defaults 24 576 × 1346 bytes, about 33 MB),
+///   and its pending repair equations are bounded by the same window (it
+///   keeps them reduced, one per unknown symbol at most, and drops the
+///   redundant ones); symbols beyond the window it announced are refused;
+/// - reassembly holds at most `stream_receive_window` bytes per stream and
+///   `receive_window` bytes in all waiting to be read, and at most
+///   `max_streams` streams opened by the peer.
+///
+/// A server bounds the number of connections with
+/// [`AcceptConfig`] and its driver's total; one that takes many clients
+/// should lower `max_window` (the decoder dominates) or the count.
 #[derive(Clone)]
 pub struct TransportConfig {
     /// Largest UDP payload sent, in bytes (≥ 1200). Symbols are sized so a
@@ -30,18 +41,25 @@ pub struct TransportConfig {
     pub max_datagram: u16,
     /// Most source symbols the peer may send beyond the first one this end
     /// has not decoded: the decoding window, 1 to 57 343 (the decoder keeps
-    /// 8192 symbols of history on top, within 65 535).
+    /// 8192 symbols of history on top, within 65 535). Default: 16 384,
+    /// about 22 MB of data, a bandwidth-delay product of 300 Mbit/s over a
+    /// 600 ms path; it also bounds the pending repair equations.
     pub max_window: u16,
     /// Bytes in all streams the peer may send beyond what the application
-    /// has read (connection flow control).
+    /// has read (connection flow control). Default: 64 MiB, more than the
+    /// decoding window carries, so that a slow reader, not the window,
+    /// holds the sender back.
     pub receive_window: u64,
     /// Bytes per stream the peer may send beyond what the application has
-    /// read (stream flow control).
+    /// read (stream flow control): the reassembly buffer of one stream.
+    /// Default: 32 MiB, half the connection's, so that one stalled stream
+    /// leaves room for the others.
     pub stream_receive_window: u64,
     /// Bytes a stream buffers from the application before they are put in
     /// symbols; `write` accepts no more until they are sent.
     pub send_buffer: u64,
-    /// Streams the peer may open.
+    /// Streams the peer may open; more close the connection. Default: 256,
+    /// each costing its buffers only while it holds data.
     pub max_streams: u64,
     /// The connection closes when nothing has been received for this long.
     pub idle_timeout: Duration,
@@ -134,5 +152,67 @@ impl TransportConfig {
             return Err(ConfigError::RepairSpan);
         }
         Ok(())
+    }
+}
+
+/// When a server answers a client's first packet with a retry (a cookie
+/// the client must send back) instead of starting a handshake.
+///
+/// A retry proves that the client receives at its address before the
+/// server keeps anything for it, so spoofed first packets cost the server
+/// no memory. It also costs every client one round trip more, which on the
+/// long, lossy paths ltx is made for is the most expensive thing a
+/// handshake can spend; hence the default asks for it only under load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryPolicy {
+    /// Never: every acceptable first packet starts a handshake (still
+    /// bounded by the half-open and per-address limits, and by the
+    /// anti-amplification limit until the address is proved).
+    Never,
+    /// Always: no first packet without a valid cookie creates state.
+    Always,
+    /// Only while at least this many handshakes are half-open: below it,
+    /// clients connect in one round trip; above it, a flood of spoofed
+    /// first packets gets stateless retries, which it cannot answer.
+    AboveHalfOpen(usize),
+}
+
+/// How a server admits new connections: the retry policy and the limits
+/// that bound its memory whatever first packets arrive.
+///
+/// The server keeps nothing for a first packet it answers with a retry or
+/// refuses; the state of the connections it does create is bounded per
+/// connection by [`TransportConfig`], and their number by these limits
+/// and the endpoint's total.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptConfig {
+    /// When to answer with a retry. Default: above 16 half-open
+    /// handshakes, a few times what a busy server sees at once from real
+    /// clients (a handshake is half-open for one round trip), so normal
+    /// load never pays the extra round trip and a flood is cut off early.
+    pub retry: RetryPolicy,
+    /// How long a retry cookie stays valid. Default: 10 s, many round
+    /// trips of even a geostationary path, short enough that a cookie
+    /// seen on the path is soon worthless.
+    pub cookie_lifetime: std::time::Duration,
+    /// Handshakes half-open at once (created, not yet confirmed by the
+    /// client); first packets beyond it are refused, even with a cookie.
+    /// Default: 256. Each holds a connection without stream data (a few
+    /// KiB, the decoder is allocated on first use) until the idle timeout.
+    pub max_half_open: usize,
+    /// Connections (half-open or established) from one IP address; ports
+    /// do not count apart, since a sender chooses them freely. Default:
+    /// 64, room for a NAT with many users, far below the endpoint's total.
+    pub max_connections_per_ip: usize,
+}
+
+impl Default for AcceptConfig {
+    fn default() -> AcceptConfig {
+        AcceptConfig {
+            retry: RetryPolicy::AboveHalfOpen(16),
+            cookie_lifetime: std::time::Duration::from_secs(10),
+            max_half_open: 256,
+            max_connections_per_ip: 64,
+        }
     }
 }

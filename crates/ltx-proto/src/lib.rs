@@ -14,6 +14,8 @@
 //! - [`recovery`]: the loss estimator and the redundancy policy.
 //! - [`congestion`]: the [`congestion::Controller`] trait and its controllers.
 //! - [`profile`]: named presets of controller and redundancy policy.
+//! - [`accept`]: a server's stateless admission of new connections
+//!   (retries with address-bound cookies, half-open and per-address limits).
 //!
 //! How reliability works: stream data (and flow-control frames) travel in
 //! *source symbols*, each sent exactly once. The sender also sends *repair
@@ -24,6 +26,7 @@
 //! nothing is ever retransmitted, and the congestion controller sees
 //! congestion signals rather than every loss.
 
+pub mod accept;
 pub mod config;
 pub mod congestion;
 mod connection;
@@ -36,9 +39,10 @@ pub mod recovery;
 pub mod rtt;
 pub mod wire;
 
-pub use config::{ConfigError, TransportConfig};
+pub use config::{AcceptConfig, ConfigError, RetryPolicy, TransportConfig};
 pub use connection::{
     symbol_size, Connection, ConnectionStats, EcnCodepoint, ReadOutcome, StreamError, Transmit,
+    AMPLIFICATION_FACTOR,
 };
 pub use event::{CloseReason, Event, TraceEvent};
 pub use profile::{Profile, UnknownProfile};

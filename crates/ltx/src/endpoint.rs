@@ -9,9 +9,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
+use ltx_proto::accept::packet::{InitialDatagram, RetryPacket};
+use ltx_proto::accept::{AcceptStats, Acceptor, Decision, ServerLoad};
 use ltx_proto::protection::{PublicKey, SecurityConfig, StaticKeypair, KEY_LEN};
-use ltx_proto::wire::{ConnectionId, Header, PacketType};
-use ltx_proto::{CloseReason, Event, Side, StreamId, TransportConfig};
+use ltx_proto::wire::{ConnectionId, Header};
+use ltx_proto::{AcceptConfig, CloseReason, EcnCodepoint, Event, Side, StreamId, TransportConfig};
 use rand::rngs::{OsRng, SmallRng};
 use rand::{Rng, SeedableRng, TryRngCore};
 use tokio::sync::Notify;
@@ -70,6 +72,10 @@ pub struct EndpointConfig {
     /// Connections open at once; more are refused (incoming: ignored;
     /// outgoing: [`ConnectError::TooManyConnections`]).
     pub max_connections: usize,
+    /// How a server admits clients: when it asks for a stateless retry,
+    /// and its limits on half-open handshakes and connections per address
+    /// (see [`AcceptConfig`] for the defaults and why).
+    pub accept: AcceptConfig,
 }
 
 impl EndpointConfig {
@@ -82,6 +88,7 @@ impl EndpointConfig {
             accept_incoming: false,
             max_pending_incoming: 64,
             max_connections: 1024,
+            accept: AcceptConfig::default(),
         }
     }
 
@@ -101,6 +108,25 @@ impl Default for EndpointConfig {
     fn default() -> EndpointConfig {
         EndpointConfig::client()
     }
+}
+
+/// What an endpoint holds and what it refused, for watching it under load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EndpointStats {
+    /// Connections it holds, in any state.
+    pub connections: usize,
+    /// Of those, server connections whose handshake is not complete (or
+    /// whose client's address is not yet proved).
+    pub half_open: usize,
+    /// Datagrams that reached the socket but no connection (see
+    /// [`Endpoint::unroutable_datagrams`]).
+    pub unroutable: u64,
+    /// Clients whose handshake a server connection refused (see
+    /// [`Endpoint::handshakes_refused`]).
+    pub handshakes_refused: u64,
+    /// What its acceptor decided about first packets: retries sent,
+    /// cookies refused, limits reached.
+    pub accept: AcceptStats,
 }
 
 /// Identifies a connection among the endpoint's.
@@ -159,6 +185,7 @@ pub(crate) struct State {
     incoming: VecDeque<ConnectionKey>,
     accept_wakers: Vec<Waker>,
     config: EndpointConfig,
+    acceptor: Acceptor,
     rng: SmallRng,
     /// Every `Endpoint` handle was dropped: the driver ends once its
     /// connections have.
@@ -260,6 +287,10 @@ impl Endpoint {
             .transport
             .validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let secret = entropy().ok_or_else(|| {
+            io::Error::other("the operating system has no random source for the retry secret")
+        })?;
+        let acceptor = Acceptor::new(config.accept.clone(), secret, Instant::now());
         let socket = UdpIo::bind(addr)?;
         let local_addr = socket.local_addr()?;
         let shared = Arc::new(Shared {
@@ -271,6 +302,7 @@ impl Endpoint {
                 incoming: VecDeque::new(),
                 accept_wakers: Vec::new(),
                 config,
+                acceptor,
                 rng: SmallRng::from_os_rng(),
                 handles_gone: false,
                 failed: None,
@@ -302,6 +334,18 @@ impl Endpoint {
     /// allow list. They were sent nothing, and nothing of them was kept.
     pub fn handshakes_refused(&self) -> u64 {
         self.handle.shared.lock().handshakes_refused
+    }
+
+    /// What this endpoint holds and what it refused.
+    pub fn stats(&self) -> EndpointStats {
+        let state = self.handle.shared.lock();
+        EndpointStats {
+            connections: state.slots.len(),
+            half_open: state.half_open(),
+            unroutable: state.unroutable,
+            handshakes_refused: state.handshakes_refused,
+            accept: state.acceptor.stats(),
+        }
     }
 
     /// This endpoint's static public key, which clients must be given to
@@ -451,18 +495,75 @@ impl State {
         }
     }
 
+    /// Server connections whose handshake is not complete, or whose
+    /// client has not yet proved its address (a plain server counts itself
+    /// connected on the first packet, which anyone can spoof).
+    fn half_open(&self) -> usize {
+        self.slots
+            .values()
+            .filter(|s| {
+                s.proto.side() == Side::Server
+                    && (matches!(s.phase, Phase::Handshaking) || !s.proto.is_address_validated())
+            })
+            .count()
+    }
+
     /// Finds (or, for a server's first packet, makes) the connection a
-    /// datagram is for.
-    fn route(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> Option<ConnectionKey> {
-        let (header, _) = Header::parse(bytes).ok()?;
-        if let Some(key) = self.by_cid.get(&header.dcid) {
-            return Some(*key);
+    /// datagram is for, and hands it the datagram; or sends the acceptor's
+    /// retry; or drops it.
+    fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        bytes: &[u8],
+        ecn: EcnCodepoint,
+        out: &mut SendQueue,
+        max_segments: usize,
+    ) {
+        if RetryPacket::parse(bytes).is_some() {
+            // A retry names the Initial it answers by the id the client
+            // chose for the server; the client connection checks it.
+            let mut delivered = false;
+            for slot in self.slots.values_mut() {
+                let waiting = slot.proto.side() == Side::Client
+                    && matches!(slot.phase, Phase::Handshaking)
+                    && slot.remote == from;
+                if waiting {
+                    slot.proto.handle_datagram(now, bytes, ecn);
+                    delivered = true;
+                }
+            }
+            if !delivered {
+                self.unroutable += 1;
+            }
+            return;
         }
-        if header.packet_type != PacketType::Initial {
-            return None;
+        let (key, packet) = match self.route(now, from, bytes) {
+            Route::Connection(key, packet) => (key, packet),
+            Route::Retry(retry) => {
+                out.push(from, EcnCodepoint::NotEct, &retry, max_segments);
+                return;
+            }
+            Route::Nowhere => {
+                self.unroutable += 1;
+                return;
+            }
+        };
+        let slot = self.slots.get_mut(&key).expect("routes lead to slots");
+        slot.proto.handle_datagram(now, packet, ecn);
+    }
+
+    fn route<'a>(&mut self, now: Instant, from: SocketAddr, bytes: &'a [u8]) -> Route<'a> {
+        if let Ok((header, _)) = Header::parse(bytes) {
+            if let Some(key) = self.by_cid.get(&header.dcid) {
+                return Route::Connection(*key, bytes);
+            }
         }
-        if let Some(key) = self.by_initial.get(&(from, header.dcid)) {
-            return Some(*key);
+        let Some(initial) = InitialDatagram::parse(bytes) else {
+            return Route::Nowhere;
+        };
+        if let Some(key) = self.by_initial.get(&(from, initial.dcid)) {
+            return Route::Connection(*key, initial.packet);
         }
         let waiting = self
             .slots
@@ -474,22 +575,44 @@ impl State {
             || waiting >= self.config.max_pending_incoming
             || self.slots.len() >= self.config.max_connections
         {
-            return None;
+            return Route::Nowhere;
         }
+        let load = ServerLoad {
+            half_open: self.half_open(),
+            from_same_ip: self
+                .slots
+                .values()
+                .filter(|s| s.proto.side() == Side::Server && s.remote.ip() == from.ip())
+                .count(),
+        };
+        let accepted = match self.acceptor.handle(now, from, bytes, load) {
+            Decision::Accept(accepted) => accepted,
+            Decision::Retry(retry) => return Route::Retry(retry),
+            Decision::Refuse(_) => return Route::Nowhere,
+        };
         let seed = self.rng.random();
         let transport = self.config.transport.clone();
         let proto = match &self.config.security {
-            Security::Noise(security) => ltx_proto::Connection::secure_server(
-                transport,
-                security.clone(),
-                now,
-                seed,
-                entropy()?,
-            ),
+            Security::Noise(security) => match entropy() {
+                Some(entropy) => ltx_proto::Connection::secure_server(
+                    transport,
+                    security.clone(),
+                    now,
+                    seed,
+                    entropy,
+                ),
+                None => return Route::Nowhere,
+            },
             Security::Plain => ltx_proto::Connection::server(transport, now, seed),
+        };
+        let Ok(mut proto) = proto else {
+            return Route::Nowhere;
+        };
+        if accepted.address_validated {
+            proto.validate_address();
         }
-        .ok()?;
-        Some(self.insert(proto, from, Some((from, header.dcid))))
+        let key = self.insert(proto, from, Some((from, accepted.dcid)));
+        Route::Connection(key, accepted.packet)
     }
 
     /// Collects what every connection has to send, hands its events to the
@@ -561,6 +684,16 @@ impl State {
     }
 }
 
+/// Where a datagram goes.
+enum Route<'a> {
+    /// To this connection, as these bytes (an Initial without its cookie).
+    Connection(ConnectionKey, &'a [u8]),
+    /// Nowhere; this retry goes back to the sender.
+    Retry(Vec<u8>),
+    /// Nowhere.
+    Nowhere,
+}
+
 /// The endpoint's task: reads the socket, runs timers, sends what the
 /// connections produce.
 async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
@@ -588,14 +721,14 @@ async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
             let mut state = shared.lock();
             if readable.is_some() {
                 let received = socket.try_recv(|datagram| {
-                    match state.route(now, datagram.from, datagram.bytes) {
-                        Some(key) => {
-                            let slot = state.slots.get_mut(&key).expect("routes lead to slots");
-                            slot.proto
-                                .handle_datagram(now, datagram.bytes, datagram.ecn);
-                        }
-                        None => state.unroutable += 1,
-                    }
+                    state.handle_datagram(
+                        now,
+                        datagram.from,
+                        datagram.bytes,
+                        datagram.ecn,
+                        &mut out,
+                        max_segments,
+                    );
                 });
                 if let Err(e) = received {
                     drop(state);

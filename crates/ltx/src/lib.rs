@@ -25,10 +25,13 @@ pub mod shim;
 mod socket;
 
 pub use connection::{Connection, RecvStream, SendStream};
-pub use endpoint::{generate_keypair, Endpoint, EndpointConfig, Security};
+pub use endpoint::{generate_keypair, Endpoint, EndpointConfig, EndpointStats, Security};
 pub use error::{ConnectError, ConnectionError, OpenStreamError};
+pub use ltx_proto::accept::AcceptStats;
 pub use ltx_proto::protection::{
     AllowList, HandshakeError, KeyParseError, PresharedKey, PublicKey, SecurityConfig,
     StaticKeypair,
 };
-pub use ltx_proto::{CloseReason, ConnectionStats, StreamId, TransportConfig};
+pub use ltx_proto::{
+    AcceptConfig, CloseReason, ConnectionStats, RetryPolicy, StreamId, TransportConfig,
+};

@@ -1,5 +1,6 @@
 //! A connection: the sans-IO state machine of one ltx association.
 
+mod address_validation;
 mod received;
 mod secure;
 mod sent;
@@ -13,6 +14,7 @@ use ltx_coding::{RepairKey, SymbolId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use crate::accept::packet::{InitialDatagram, RetryPacket};
 use crate::config::{TransportConfig, DECODER_HISTORY};
 use crate::congestion::{Controller, Pacer};
 use crate::event::{codes, CloseReason, Event, Metrics, PacketKind, TraceEvent};
@@ -29,6 +31,8 @@ use crate::wire::{
     MAX_HEADER_LEN,
 };
 
+use address_validation::AmplificationLimit;
+pub use address_validation::AMPLIFICATION_FACTOR;
 use received::ReceivedPackets;
 use secure::{KeysPending, SecureHandshake};
 use sent::{AckOutcome, Carried, SentPacket, SentPackets};
@@ -63,7 +67,7 @@ pub struct Transmit {
 const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1 + 2;
 /// Smallest datagram a client's first packet is padded to, so that a path
 /// that cannot carry full packets fails at once.
-const MIN_INITIAL: usize = 1200;
+pub(crate) const MIN_INITIAL: usize = 1200;
 /// Ranges an ACK carries: enough to cover the packets in flight at any loss
 /// rate that matters, few enough that acknowledgements stay small.
 const ACK_RANGES: usize = 16;
@@ -178,6 +182,12 @@ pub struct ConnectionStats {
     pub repairs_stale: u64,
     /// ECN-CE marks reported by the peer.
     pub ce_marks: u64,
+    /// Retries the client followed (at most one).
+    pub retries: u64,
+    /// Calls of `poll_transmit` a server answered with nothing because its
+    /// client's address was not proved and the anti-amplification limit
+    /// left no room for a full datagram (whether or not it had one to send).
+    pub amplification_limited: u64,
     /// Stream bytes the application has read.
     pub stream_bytes_read: u64,
 }
@@ -254,6 +264,9 @@ pub struct Connection {
     close_to_send: Option<(u64, String)>,
     close_requested: bool,
     close_reason: Option<CloseReason>,
+    /// The cookie of the server's retry, sent with every Initial after it.
+    retry_cookie: Option<Vec<u8>>,
+    amplification: AmplificationLimit,
 
     symbol_size: usize,
     encoder: Option<Encoder>,
@@ -395,6 +408,11 @@ impl Connection {
             close_to_send: None,
             close_requested: false,
             close_reason: None,
+            retry_cookie: None,
+            amplification: match side {
+                Side::Client => AmplificationLimit::none(),
+                Side::Server => AmplificationLimit::unproved(),
+            },
             symbol_size: 0,
             encoder: None,
             decoder: None,
@@ -653,7 +671,12 @@ impl Connection {
             || self.state == State::Handshaking
             || self.unconfirmed_symbols() > 0;
         if outstanding {
-            let from = if self.state == State::Handshaking {
+            // A server held back by the anti-amplification limit sends no
+            // probe, so its last send cannot time the next one.
+            let held_back = !self
+                .amplification
+                .allows(u64::from(self.config.max_datagram));
+            let from = if self.state == State::Handshaking || held_back {
                 now
             } else {
                 self.last_sent
@@ -695,6 +718,13 @@ impl Connection {
                 return Some(self.build_close(code, &reason));
             }
             _ => {}
+        }
+        if !self
+            .amplification
+            .allows(u64::from(self.config.max_datagram))
+        {
+            self.stats.amplification_limited += 1;
+            return None;
         }
         if self.handshake_to_send > 0 {
             self.handshake_to_send -= 1;
@@ -803,6 +833,7 @@ impl Connection {
             self.protection.seal(number, header_len, &mut buf);
         }
         let size = buf.len() as u64;
+        self.amplification.on_sent(size);
         if let Some(carried) = carried {
             self.sent.on_sent(
                 number,
@@ -878,7 +909,11 @@ impl Connection {
         if self.side == Side::Client {
             // Pad the first flight so that the path is known to carry
             // full-size datagrams (and, later, to bound amplification).
-            let target = MIN_INITIAL.saturating_sub(tag_len);
+            let cookie = self
+                .retry_cookie
+                .as_deref()
+                .map_or(0, InitialDatagram::cookie_overhead);
+            let target = MIN_INITIAL.saturating_sub(tag_len + cookie);
             buf.resize(buf.len().max(target), 0);
             self.handshake_attempts += 1;
             // The copies of the first flight leave together: an answer to
@@ -890,7 +925,14 @@ impl Connection {
             }
             self.set_timer(Timer::Probe, now + self.pto());
         }
-        self.finish_packet(now, buf, number, header_len, PacketKind::Handshake, None)
+        let mut transmit =
+            self.finish_packet(now, buf, number, header_len, PacketKind::Handshake, None);
+        if let (Side::Client, Some(cookie)) = (self.side, self.retry_cookie.as_deref()) {
+            transmit.contents = InitialDatagram::wrap(cookie, &transmit.contents);
+            let overhead = InitialDatagram::cookie_overhead(cookie) as u64;
+            self.stats.bytes_sent += overhead;
+        }
+        transmit
     }
 
     fn build_close(&mut self, code: u64, reason: &str) -> Transmit {
@@ -1155,6 +1197,10 @@ impl Connection {
         if self.state == State::Closed {
             return;
         }
+        self.amplification.on_received(datagram.len());
+        if let Some(retry) = RetryPacket::parse(datagram) {
+            return self.handle_retry(now, retry);
+        }
         let Ok((header, header_len)) = Header::parse(datagram) else {
             self.stats.packets_dropped += 1;
             return;
@@ -1185,6 +1231,11 @@ impl Connection {
         if !accepted || !self.received.insert(header.number.0) {
             self.stats.packets_dropped += 1;
             return;
+        }
+        if header.packet_type == PacketType::Data {
+            // Opened, and addressed to the id only the recipient of this
+            // end's handshake answer knows: the peer receives there.
+            self.amplification.validate();
         }
         self.stats.packets_received += 1;
         self.stats.bytes_received += datagram.len() as u64;
@@ -1379,6 +1430,16 @@ impl Connection {
         let Some(decoder) = self.decoder.as_mut() else {
             return Ok(());
         };
+        let announced = announced_end(decoder, self.config.max_window);
+        if source.id >= announced {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!(
+                    "source symbol {} beyond the announced window, which ends before {announced}",
+                    source.id
+                ),
+            });
+        }
         let mut padded = std::mem::take(&mut self.symbol_scratch);
         padded.clear();
         padded.extend_from_slice(source.data);
@@ -1409,8 +1470,16 @@ impl Connection {
         let Some(decoder) = self.decoder.as_mut() else {
             return Ok(());
         };
-        let Some(window_end) = repair.window.end() else {
-            return Ok(());
+        let announced = announced_end(decoder, self.config.max_window);
+        let window_end = repair.window.end().filter(|end| *end <= announced);
+        let Some(window_end) = window_end else {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!(
+                    "repair symbol over {}+{}, beyond the announced window, which ends before {announced}",
+                    repair.window.first, repair.window.len
+                ),
+            });
         };
         if window_end <= decoder.next_missing() {
             // Everything it covers is known: nothing to learn.
@@ -1655,6 +1724,14 @@ impl Connection {
         let sigma = (n * p * (1.0 - p) * dispersion).sqrt();
         queueing && self.round_lost as f64 > n * p + 3.0 * sigma + 2.0
     }
+}
+
+/// One past the newest source symbol the peer may have sent: it sends
+/// none beyond `max_window` past the first one this end reported it lacks,
+/// and its reports only lag this end's decoder.
+fn announced_end(decoder: &mut Decoder, max_window: u16) -> SymbolId {
+    let next = decoder.next_missing();
+    SymbolId(next.0.saturating_add(u64::from(max_window)))
 }
 
 fn connection_rng(seed: u64) -> SmallRng {
