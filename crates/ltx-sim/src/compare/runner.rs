@@ -99,16 +99,16 @@ pub fn run_all(
         for _ in 0..threads.max(1) {
             let sender = sender.clone();
             let (next, order, specs) = (&next, &order, &specs);
-            scope.spawn(move || loop {
-                let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
-                let outcome = run_one(plan, specs[index]);
-                let failed = outcome.is_err();
-                if sender.send((index, outcome)).is_err() || failed {
-                    // The caller stops at the first error; so do the others.
-                    next.store(usize::MAX / 2, Ordering::Relaxed);
-                    break;
+            scope.spawn(move || {
+                while let Some(&index) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    let outcome = run_one(plan, specs[index]);
+                    let failed = outcome.is_err();
+                    if sender.send((index, outcome)).is_err() || failed {
+                        // The caller stops at the first error; so do the
+                        // others.
+                        next.store(usize::MAX / 2, Ordering::Relaxed);
+                        break;
+                    }
                 }
             });
         }
