@@ -15,6 +15,7 @@ mod realtime;
 mod recv;
 mod send;
 mod sim;
+mod sim_compare;
 mod sim_soak;
 
 /// ltx: a loss-tolerant reliable transport.

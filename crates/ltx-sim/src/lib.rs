@@ -37,6 +37,7 @@
 //! # Ok::<(), ltx_sim::LinkConfigError>(())
 //! ```
 
+pub mod compare;
 pub mod metrics;
 mod network;
 mod node;

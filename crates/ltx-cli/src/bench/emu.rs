@@ -29,7 +29,6 @@ use clap::Args;
 use serde_json::{json, Value};
 
 mod cells;
-mod plots;
 mod record;
 mod summary;
 mod tables;
@@ -41,6 +40,7 @@ use self::summary::{cell_summary, group, key, Tally};
 use self::tables::Columns;
 use self::transfer::{run_once, Interrupted, Scratch, SocketLimits};
 use super::peer::systems::{prepare, Prepared, System, Toolbox, Transfer};
+use super::plots::{self, Frame};
 
 /// Which tables of the suite to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -475,6 +475,7 @@ fn write_results(dir: &Path, cells: &[Cell], runs: &[Run], tables: &str) -> anyh
 /// throughput-delay plot of each uncorrelated cell.
 fn plot(dir: &Path, cells: &[Cell], runs: &[Run]) -> anyhow::Result<()> {
     plots::load_font()?;
+    let names: Vec<&'static str> = System::ALL.iter().map(|s| s.name()).collect();
     let plots_dir = dir.join("plots");
     for table in [Table::Correlated, Table::LongDelay] {
         for burst in BURSTS {
@@ -490,11 +491,14 @@ fn plot(dir: &Path, cells: &[Cell], runs: &[Run]) -> anyhow::Result<()> {
             }
             let pattern = pattern_name(burst);
             let stem = plots_dir.join(format!("time-vs-loss-{table}-{pattern}"));
-            plots::time_vs_loss(
-                &stem,
-                &format!("{table}, {pattern}: transfer time (∞ left out)"),
-                &series,
-            )?;
+            let title = format!("{table}, {pattern}: transfer time (∞ left out)");
+            let frame = Frame {
+                title: &title,
+                x: "erasure rate (%)",
+                y: "transfer time (s, log)",
+                names: &names,
+            };
+            plots::log_lines(&stem, &frame, &series)?;
         }
     }
     let grouped = group(runs);
@@ -517,15 +521,18 @@ fn plot(dir: &Path, cells: &[Cell], runs: &[Run]) -> anyhow::Result<()> {
             cell.table,
             percent(cell.loss)
         ));
-        plots::throughput_vs_delay(
-            &stem,
-            &format!(
-                "{}, {}% uncorrelated: goodput and p95 one-way delay (median of completed runs)",
-                cell.table,
-                percent(cell.loss)
-            ),
-            &points,
-        )?;
+        let title = format!(
+            "{}, {}% uncorrelated: goodput and p95 one-way delay (median of completed runs)",
+            cell.table,
+            percent(cell.loss)
+        );
+        let frame = Frame {
+            title: &title,
+            x: "95th percentile one-way delay (ms)",
+            y: "goodput (Mbit/s)",
+            names: &names,
+        };
+        plots::scatter_points(&stem, &frame, &points)?;
     }
     Ok(())
 }

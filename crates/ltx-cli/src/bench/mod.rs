@@ -10,6 +10,7 @@ mod loopback;
 mod measure;
 mod payload;
 mod peer;
+pub(crate) mod plots;
 
 /// The benchmarks `ltx bench` can run.
 #[derive(Debug, Subcommand)]

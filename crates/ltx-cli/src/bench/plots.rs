@@ -1,7 +1,7 @@
-//! The plots, each as SVG and PNG: transfer time against loss rate (one
-//! line per system, log time axis) for each table and loss pattern, and
-//! throughput against p95 one-way delay (one point per system, as
-//! Pantheon draws them) for each uncorrelated cell.
+//! The benchmarks' plots, each as SVG and PNG: lines on a log time axis
+//! (transfer time against loss rate or RTT, one line per system or
+//! preset), and Pantheon's scatter of throughput against delay (one point
+//! per system or preset). `ltx bench emu` and `ltx sim compare` draw them.
 //!
 //! Text is drawn with a TrueType font read at run time
 //! ([`FONT_PATHS`]: Debian's `fonts-dejavu-core`); without one the plots
@@ -53,34 +53,50 @@ pub(crate) fn load_font() -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)
 }
 
-/// One system's points, in the order of the legend.
+/// Each system's points, by name.
 pub(crate) type Series = BTreeMap<&'static str, Vec<(f64, f64)>>;
 
-/// Transfer time (log axis) against loss rate, one line per system;
-/// writes `<stem>.svg` and `<stem>.png`, returns their paths.
-pub(crate) fn time_vs_loss(
+/// What a plot shows: its title, the axes' descriptions, and the names of
+/// every system that can appear, in the order of their colours and of
+/// the legend (the same colour for a name in every plot).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Frame<'a> {
+    /// The caption.
+    pub(crate) title: &'a str,
+    /// The horizontal axis.
+    pub(crate) x: &'a str,
+    /// The vertical axis.
+    pub(crate) y: &'a str,
+    /// Every name, in colour and legend order.
+    pub(crate) names: &'a [&'static str],
+}
+
+/// Lines on a log vertical axis (transfer time against loss rate or RTT),
+/// one per system; writes `<stem>.svg` and `<stem>.png`, returns their
+/// paths.
+pub(crate) fn log_lines(
     stem: &Path,
-    title: &str,
+    frame: &Frame<'_>,
     series: &Series,
 ) -> anyhow::Result<Vec<PathBuf>> {
     both(
         stem,
-        |root| lines(root, title, series),
-        |root| lines(root, title, series),
+        |root| lines(root, frame, series),
+        |root| lines(root, frame, series),
     )
 }
 
-/// Goodput against p95 one-way delay, one point per system (Pantheon's
+/// Throughput against delay, one named point per system (Pantheon's
 /// plot); writes `<stem>.svg` and `<stem>.png`.
-pub(crate) fn throughput_vs_delay(
+pub(crate) fn scatter_points(
     stem: &Path,
-    title: &str,
+    frame: &Frame<'_>,
     points: &[(&'static str, f64, f64)],
 ) -> anyhow::Result<Vec<PathBuf>> {
     both(
         stem,
-        |root| scatter(root, title, points),
-        |root| scatter(root, title, points),
+        |root| scatter(root, frame, points),
+        |root| scatter(root, frame, points),
     )
 }
 
@@ -104,10 +120,10 @@ fn failed(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }
 
-/// A colour per system, the same in every plot, in the order of
-/// `System::ALL`; grey for a name not in it.
-fn colour(system: &str) -> RGBColor {
-    const COLOURS: [RGBColor; 8] = [
+/// A colour per system, the same in every plot, in the order of `names`;
+/// grey for a name not in it.
+fn colour(system: &str, names: &[&str]) -> RGBColor {
+    const COLOURS: [RGBColor; 9] = [
         RGBColor(0xd6, 0x27, 0x28),
         RGBColor(0x1f, 0x77, 0xb4),
         RGBColor(0x2c, 0xa0, 0x2c),
@@ -116,16 +132,33 @@ fn colour(system: &str) -> RGBColor {
         RGBColor(0x8c, 0x56, 0x4b),
         RGBColor(0xe3, 0x77, 0xc2),
         RGBColor(0x17, 0xbe, 0xcf),
+        RGBColor(0xbc, 0xbd, 0x22),
     ];
-    super::super::peer::systems::System::ALL
+    names
         .iter()
-        .position(|s| s.name() == system)
-        .map_or(RGBColor(0x7f, 0x7f, 0x7f), |i| COLOURS[i])
+        .position(|&name| name == system)
+        .and_then(|i| COLOURS.get(i).copied())
+        .unwrap_or(RGBColor(0x7f, 0x7f, 0x7f))
+}
+
+/// The series in the order of `names`, then any others.
+fn in_order<'s>(
+    series: &'s Series,
+    names: &[&'static str],
+) -> impl Iterator<Item = (&'static str, &'s Vec<(f64, f64)>)> {
+    let known = names
+        .iter()
+        .filter_map(|&name| series.get(name).map(|points| (name, points)));
+    let others = series
+        .iter()
+        .filter(|(name, _)| !names.contains(name))
+        .map(|(&name, points)| (name, points));
+    known.chain(others).collect::<Vec<_>>().into_iter()
 }
 
 fn lines<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
-    title: &str,
+    frame: &Frame<'_>,
     series: &Series,
 ) -> anyhow::Result<()> {
     root.fill(&WHITE).map_err(failed)?;
@@ -139,7 +172,7 @@ fn lines<DB: DrawingBackend>(
         * 0.8;
     let y_max = all.map(|p| p.1).fold(1.0, f64::max) * 1.25;
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, (FAMILY, 22))
+        .caption(frame.title, (FAMILY, 22))
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(64)
@@ -147,20 +180,20 @@ fn lines<DB: DrawingBackend>(
         .map_err(failed)?;
     chart
         .configure_mesh()
-        .x_desc("erasure rate (%)")
-        .y_desc("transfer time (s, log)")
+        .x_desc(frame.x)
+        .y_desc(frame.y)
         .label_style((FAMILY, 14))
         .draw()
         .map_err(failed)?;
-    for (system, points) in series {
-        let colour = colour(system);
+    for (system, points) in in_order(series, frame.names) {
+        let colour = colour(system, frame.names);
         chart
             .draw_series(LineSeries::new(
                 points.iter().copied(),
                 colour.stroke_width(2),
             ))
             .map_err(failed)?
-            .label(*system)
+            .label(system)
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
             });
@@ -182,7 +215,7 @@ fn lines<DB: DrawingBackend>(
 
 fn scatter<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
-    title: &str,
+    frame: &Frame<'_>,
     points: &[(&'static str, f64, f64)],
 ) -> anyhow::Result<()> {
     root.fill(&WHITE).map_err(failed)?;
@@ -195,7 +228,7 @@ fn scatter<DB: DrawingBackend>(
     let x_max = points.iter().map(|p| p.1).fold(1.0, f64::max) * 1.1;
     let y_max = points.iter().map(|p| p.2).fold(1.0, f64::max) * 1.15;
     let mut chart = ChartBuilder::on(&root)
-        .caption(title, (FAMILY, 22))
+        .caption(frame.title, (FAMILY, 22))
         .margin(16)
         .x_label_area_size(44)
         .y_label_area_size(64)
@@ -203,13 +236,13 @@ fn scatter<DB: DrawingBackend>(
         .map_err(failed)?;
     chart
         .configure_mesh()
-        .x_desc("95th percentile one-way delay (ms)")
-        .y_desc("goodput (Mbit/s)")
+        .x_desc(frame.x)
+        .y_desc(frame.y)
         .label_style((FAMILY, 14))
         .draw()
         .map_err(failed)?;
     for &(system, delay, mbit) in points {
-        let colour = colour(system);
+        let colour = colour(system, frame.names);
         // The name beside the point, not over it.
         let point = EmptyElement::at((delay, mbit))
             + Circle::new((0, 0), 6, colour.filled())
