@@ -75,3 +75,10 @@ fn random_connections_carry_data_both_ways() {
         }
     }
 }
+
+/// Found by the connection target: a datagram "corrupted" by changes that
+/// cancel out is the genuine datagram, and an end may accept it.
+#[test]
+fn corruption_that_cancels_out_leaves_a_genuine_datagram() {
+    connection(&[61, 191, 112, 247, 147]);
+}
