@@ -225,7 +225,8 @@ fn opens_plain(datagram: &[u8]) -> bool {
         .is_ok()
 }
 
-/// How long a run of a driver may last in virtual time, at most.
+/// Longest one step of time may be: a jump to a timer further off stops
+/// short of it.
 const MAX_STEP: Duration = Duration::from_millis(0xffff);
 
 /// Moves time forward by what the input says, or to the next timer of
