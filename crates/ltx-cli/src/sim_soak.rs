@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use clap::Args;
-use ltx_sim::soak::{describe, run_many, SoakCase, SoakReport, SoakSummary};
+use clap::{Args, ValueEnum};
+use ltx_sim::soak::{describe, run_many, SoakCase, SoakProtection, SoakReport, SoakSummary};
 use serde_json::{json, Value};
 
 use crate::sim::{round, write_trace_events};
@@ -38,6 +38,28 @@ pub(crate) struct SoakArgs {
     /// JSON lines.
     #[arg(long)]
     trace: Option<PathBuf>,
+    /// How the runs protect their packets: AEAD after a Noise handshake,
+    /// so that corrupted packets fail authentication, or the plain checksum.
+    #[arg(long, value_enum, default_value_t = ProtectionChoice::Aead)]
+    protection: ProtectionChoice,
+}
+
+/// The `--protection` of `ltx sim soak`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ProtectionChoice {
+    /// A Noise handshake, then AEAD.
+    Aead,
+    /// The plain checksum.
+    Plain,
+}
+
+impl ProtectionChoice {
+    fn protection(self) -> SoakProtection {
+        match self {
+            ProtectionChoice::Plain => SoakProtection::Plain,
+            ProtectionChoice::Aead => SoakProtection::Aead,
+        }
+    }
 }
 
 /// Runs `ltx sim soak`.
@@ -66,28 +88,34 @@ pub(crate) fn run(args: &SoakArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut write_error = None;
-    run_many(first, runs, threads, |report| {
-        summary.add(&report);
-        if args.json && write_error.is_none() {
-            if let Err(e) = writeln!(out, "{}", report_json(&report)) {
-                write_error = Some(e);
+    run_many(
+        first,
+        runs,
+        threads,
+        Some(args.protection.protection()),
+        |report| {
+            summary.add(&report);
+            if args.json && write_error.is_none() {
+                if let Err(e) = writeln!(out, "{}", report_json(&report)) {
+                    write_error = Some(e);
+                }
+            } else if report.outcome.is_failure() {
+                eprintln!("seed {}: {}", report.seed, report.outcome);
             }
-        } else if report.outcome.is_failure() {
-            eprintln!("seed {}: {}", report.seed, report.outcome);
-        }
-        if last_progress.elapsed() >= PROGRESS_EVERY {
-            last_progress = std::time::Instant::now();
-            let elapsed = started.elapsed().as_secs_f64();
-            eprintln!(
-                "soak: {}/{runs} runs, {} errors, {} wrong, {} hung ({:.1} runs/s)",
-                summary.runs,
-                summary.errors,
-                summary.wrong,
-                summary.hangs,
-                summary.runs as f64 / elapsed
-            );
-        }
-    });
+            if last_progress.elapsed() >= PROGRESS_EVERY {
+                last_progress = std::time::Instant::now();
+                let elapsed = started.elapsed().as_secs_f64();
+                eprintln!(
+                    "soak: {}/{runs} runs, {} errors, {} wrong, {} hung ({:.1} runs/s)",
+                    summary.runs,
+                    summary.errors,
+                    summary.wrong,
+                    summary.hangs,
+                    summary.runs as f64 / elapsed
+                );
+            }
+        },
+    );
     if let Some(e) = write_error {
         return Err(e).context("writing the results");
     }
@@ -114,7 +142,8 @@ pub(crate) fn run(args: &SoakArgs) -> anyhow::Result<()> {
 }
 
 fn run_one(seed: u64, args: &SoakArgs) -> anyhow::Result<()> {
-    let case = SoakCase::draw(seed);
+    let mut case = SoakCase::draw(seed);
+    case.protection = args.protection.protection();
     if !args.json {
         // Before the run, which may be long: what is being replayed.
         println!("{case}");
@@ -151,6 +180,10 @@ fn run_one(seed: u64, args: &SoakArgs) -> anyhow::Result<()> {
             "sender: {}; receiver: {}",
             close_text(&report.sender_close),
             close_text(&report.receiver_close)
+        );
+        println!(
+            "{} corrupted packets, {} refused as unauthentic",
+            report.corrupted, report.unauthentic
         );
         println!(
             "simulated {:.3} s in {} steps and {wall_s:.2} s",
@@ -196,6 +229,9 @@ fn report_json(report: &SoakReport) -> Value {
         "sender_close": report.sender_close.as_ref().map(describe),
         "receiver_close": report.receiver_close.as_ref().map(describe),
         "steps": report.steps,
+        "protection": report.protection.label(),
+        "corrupted": report.corrupted,
+        "unauthentic": report.unauthentic,
     })
 }
 
@@ -230,6 +266,21 @@ fn summary_json(summary: &SoakSummary, first: u64, threads: usize, wall_s: f64) 
         "simulated_s": round(summary.simulated_s, 3),
         "ratio_p50": percentile(&ratios, 0.5).map(|r| round(r, 3)),
         "ratio_p99": percentile(&ratios, 0.99).map(|r| round(r, 3)),
+        "by_protection": summary
+            .by_protection
+            .iter()
+            .map(|(protection, c)| {
+                (
+                    protection.label().to_owned(),
+                    json!({
+                        "runs": c.runs,
+                        "delivered": c.delivered,
+                        "corrupted": c.corrupted,
+                        "unauthentic": c.unauthentic,
+                    }),
+                )
+            })
+            .collect::<serde_json::Map<String, Value>>(),
         "threads": threads,
         "wall_s": round(wall_s, 3),
         "runs_per_s": round(summary.runs as f64 / wall_s.max(1e-9), 3),
@@ -255,6 +306,12 @@ fn print_summary(summary: &SoakSummary, first: u64, threads: usize, wall_s: f64)
     }
     println!("  wrong      {:>8}", summary.wrong);
     println!("  hang       {:>8}", summary.hangs);
+    for (protection, c) in &summary.by_protection {
+        println!(
+            "{protection}: {} runs, {} delivered; {} packets corrupted, {} refused as unauthentic",
+            c.runs, c.delivered, c.corrupted, c.unauthentic
+        );
+    }
     let ratios = sorted_ratios(summary);
     if let (Some(p50), Some(p99)) = (percentile(&ratios, 0.5), percentile(&ratios, 0.99)) {
         println!(

@@ -67,8 +67,10 @@ fn code(selector: u8) -> Code {
 }
 
 /// Feeds a decoder a hostile stream: sources, repairs and raw combinations
-/// with arbitrary ids, windows, keys, coefficients and sizes, and consumes.
-/// Panics only if the decoder breaks one of its own invariants.
+/// with arbitrary ids, windows, keys, coefficients and sizes, repairs as a
+/// connection reads them off the wire (any density byte, the coefficients
+/// derived from it), and consumes. Panics only if the decoder breaks one of
+/// its own invariants.
 pub fn hostile_decoder_stream(data: &[u8]) {
     let mut input = Input { bytes: data };
     let symbol_size = usize::from(input.u8() % 32) + 1;
@@ -93,11 +95,29 @@ pub fn hostile_decoder_stream(data: &[u8]) {
         } else {
             symbol_size
         };
-        match op % 4 {
+        match op % 5 {
             0 => {
                 let id = SymbolId(input.id(near));
                 let payload = pad(input.bytes(len), len, &mut scratch);
                 let _ = decoder.receive_source(id, payload);
+            }
+            4 => {
+                // The REPAIR frame's path: its own density, whatever the
+                // decoder's code, and the window it names.
+                let window = Window::new(SymbolId(input.id(near)), input.u16() % 200);
+                let key = RepairKey(input.u16());
+                let Ok(density) = Density::new(input.u8() % 20) else {
+                    continue;
+                };
+                let mut coefficients = vec![0u8; usize::from(window.len)];
+                let wire_code = Code::SlidingWindow { density };
+                if wire_code
+                    .coefficients(window, key, &mut coefficients)
+                    .is_ok()
+                {
+                    let payload = pad(input.bytes(len), len, &mut scratch);
+                    let _ = decoder.receive_combination(window.first, &coefficients, payload);
+                }
             }
             1 => {
                 let window = Window::new(SymbolId(input.id(near)), input.u16() % 200);

@@ -29,7 +29,7 @@ fn a_thousand_hostile_paths_deliver_or_fail_cleanly() {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut summary = SoakSummary::default();
     let mut failures = Vec::new();
-    run_many(FIRST_SEED, RUNS, threads, |report| {
+    run_many(FIRST_SEED, RUNS, threads, None, |report| {
         if report.outcome.is_failure() {
             failures.push(format!("seed {}: {}", report.seed, report.outcome));
         }
