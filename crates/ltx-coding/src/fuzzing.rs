@@ -6,17 +6,25 @@ use crate::codec::{Code, Decoder, DecoderConfig, Encoder, EncoderConfig};
 use crate::rfc8681::Density;
 use crate::{RepairKey, SymbolId, Window};
 
-/// Reads fields off the front of the input; zeros once it runs out.
-struct Input<'a> {
+/// Reads fields off the front of a fuzz input; zeros once it runs out, so
+/// every input, however short, drives a whole run.
+pub struct FuzzInput<'a> {
     bytes: &'a [u8],
 }
 
-impl Input<'_> {
-    fn is_empty(&self) -> bool {
+impl<'a> FuzzInput<'a> {
+    /// A reader over `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes }
+    }
+
+    /// Whether every byte has been read.
+    pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
 
-    fn u8(&mut self) -> u8 {
+    /// The next byte, or 0.
+    pub fn u8(&mut self) -> u8 {
         match self.bytes.split_first() {
             Some((&b, rest)) => {
                 self.bytes = rest;
@@ -26,18 +34,20 @@ impl Input<'_> {
         }
     }
 
-    fn u16(&mut self) -> u16 {
+    /// The next two bytes, little-endian.
+    pub fn u16(&mut self) -> u16 {
         u16::from_le_bytes([self.u8(), self.u8()])
     }
 
-    fn u64(&mut self) -> u64 {
+    /// The next eight bytes, little-endian.
+    pub fn u64(&mut self) -> u64 {
         let mut b = [0u8; 8];
         b.iter_mut().for_each(|x| *x = self.u8());
         u64::from_le_bytes(b)
     }
 
     /// An id near `base`, or anywhere in the 64-bit space.
-    fn id(&mut self, base: u64) -> u64 {
+    pub fn id(&mut self, base: u64) -> u64 {
         match self.u8() % 4 {
             0 => self.u64(),
             1 => base.wrapping_sub(u64::from(self.u8())),
@@ -45,7 +55,8 @@ impl Input<'_> {
         }
     }
 
-    fn bytes(&mut self, len: usize) -> &[u8] {
+    /// The next `len` bytes, or as many as are left.
+    pub fn bytes(&mut self, len: usize) -> &'a [u8] {
         let len = len.min(self.bytes.len());
         let (taken, rest) = self.bytes.split_at(len);
         self.bytes = rest;
@@ -72,7 +83,7 @@ fn code(selector: u8) -> Code {
 /// derived from it), and consumes. Panics only if the decoder breaks one of
 /// its own invariants.
 pub fn hostile_decoder_stream(data: &[u8]) {
-    let mut input = Input { bytes: data };
+    let mut input = FuzzInput::new(data);
     let symbol_size = usize::from(input.u8() % 32) + 1;
     let max_window = u16::from(input.u8() % 64) + 1;
     let code = code(input.u8());
@@ -170,7 +181,7 @@ fn check_invariants(decoder: &mut Decoder) {
 /// decoder delivers is exactly the source. Returns how many lost symbols
 /// were rebuilt from repairs.
 pub fn lossy_channel_stream(data: &[u8]) -> usize {
-    let mut input = Input { bytes: data };
+    let mut input = FuzzInput::new(data);
     let symbol_size = usize::from(input.u8() % 16) + 1;
     let max_window = u16::from(input.u8() % 48) + 1;
     let code = code(input.u8());

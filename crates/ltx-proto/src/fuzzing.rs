@@ -3,6 +3,7 @@
 //! property tests that run the same inputs on every CI build. Not part of
 //! the stable API.
 
+use ltx_coding::fuzzing::FuzzInput as Input;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -63,44 +64,6 @@ fn reemit(frame: &Frame<'_>) {
         Ok((frame.clone(), out.len())),
         "frame did not re-parse"
     );
-}
-
-/// Reads fields off the front of a fuzz input; zeros once it runs out.
-struct Input<'a> {
-    bytes: &'a [u8],
-}
-
-impl Input<'_> {
-    fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
-    fn u8(&mut self) -> u8 {
-        match self.bytes.split_first() {
-            Some((&b, rest)) => {
-                self.bytes = rest;
-                b
-            }
-            None => 0,
-        }
-    }
-
-    fn u16(&mut self) -> u16 {
-        u16::from_le_bytes([self.u8(), self.u8()])
-    }
-
-    fn u64(&mut self) -> u64 {
-        let mut b = [0u8; 8];
-        b.iter_mut().for_each(|x| *x = self.u8());
-        u64::from_le_bytes(b)
-    }
-
-    fn bytes(&mut self, len: usize) -> &[u8] {
-        let len = len.min(self.bytes.len());
-        let (taken, rest) = self.bytes.split_at(len);
-        self.bytes = rest;
-        taken
-    }
 }
 
 /// Datagrams on their way from one end to the other, and every datagram
@@ -455,7 +418,7 @@ pub struct HandshakeOutcome {
 /// had the right keys; an end that is established has proved the peer's
 /// real key.
 pub fn handshake(data: &[u8]) -> HandshakeOutcome {
-    let mut input = Input { bytes: data };
+    let mut input = Input::new(data);
     // The top bit gives the client every key the server asks for; the
     // others pick what it lacks.
     let scenario = match input.u8() {
@@ -678,7 +641,7 @@ const SERVER_SEED: u32 = 0x2222;
 /// end, and neither end closes for a protocol violation. A protected end
 /// never accepts more datagrams than it was given by its peer.
 pub fn connection(data: &[u8]) -> ConnectionOutcome {
-    let mut input = Input { bytes: data };
+    let mut input = Input::new(data);
     let mode = input.u8();
     let protected = mode & 1 == 1;
     let Some(mut pair) = established(protected) else {
