@@ -1,6 +1,7 @@
 //! A connection: the sans-IO state machine of one ltx association.
 
 mod address_validation;
+mod loss_round;
 mod received;
 mod secure;
 mod sent;
@@ -33,6 +34,7 @@ use crate::wire::{
 
 use address_validation::AmplificationLimit;
 pub use address_validation::AMPLIFICATION_FACTOR;
+use loss_round::LossRound;
 use received::ReceivedPackets;
 use secure::{KeysPending, SecureHandshake};
 use sent::{AckOutcome, Carried, SentPacket, SentPackets};
@@ -284,9 +286,7 @@ pub struct Connection {
     tail_armed: bool,
     probe_owed: u32,
     pto_count: u32,
-    round_start: Option<Instant>,
-    round_sent: u64,
-    round_lost: u64,
+    loss_round: LossRound,
 
     streams: Streams,
     rtt: RttEstimator,
@@ -429,9 +429,7 @@ impl Connection {
             tail_armed: false,
             probe_owed: 0,
             pto_count: 0,
-            round_start: None,
-            round_sent: 0,
-            round_lost: 0,
+            loss_round: LossRound::default(),
             streams: Streams::new(side, limits),
             rtt: RttEstimator::new(config.initial_rtt),
             loss: LossEstimator::new(),
@@ -847,7 +845,6 @@ impl Connection {
             self.controller
                 .on_sent(now, size, self.sent.bytes_in_flight);
             self.pacer.on_sent(now, size);
-            self.round_sent += 1;
             self.last_sent = now;
             if self.timers[Timer::Probe as usize].is_none() {
                 self.set_timer(Timer::Probe, now + self.pto());
@@ -1582,11 +1579,15 @@ impl Connection {
                         Duration::from_micros(ack.ack_delay_us).min(self.config.max_ack_delay);
                     self.rtt
                         .update(ack_delay, now.saturating_duration_since(packet.time));
+                    self.loss_round
+                        .on_rtt_sample(now, self.rtt.smoothed(), self.rtt.latest());
                     self.controller.on_rtt_sample(now, &self.rtt);
                 }
             }
             self.largest_acked = Some(largest);
         }
+        self.loss_round
+            .on_acked(now, self.rtt.smoothed(), outcome.acked.len() as u64);
         for &(number, packet) in &outcome.acked {
             self.loss.on_delivered(number);
             self.scheme.on_packet_acked(number);
@@ -1691,38 +1692,17 @@ impl Connection {
             }
         }
         self.stats.packets_lost += lost.len() as u64;
-        let above = self.loss_above_baseline(now, lost.len() as u64);
+        self.loss_round
+            .on_lost(now, self.rtt.smoothed(), lost.len() as u64);
+        let above = self
+            .loss_round
+            .above_baseline(&self.loss.estimate(), &self.rtt);
         // One call per packet, with its own send time: controllers that
         // measure the bottleneck need to know where each loss fell.
         for &(_, packet) in &lost {
             self.controller
                 .on_loss(now, packet.time, packet.size, above, &self.rtt);
         }
-    }
-
-    /// Whether losses in the current round trip exceed what the random-loss
-    /// baseline explains (three standard deviations, burstiness included)
-    /// while the queue is standing (RTT above its minimum): then they are
-    /// read as congestion. Random loss does not lengthen the round trip, so
-    /// a lossy path with an empty queue never counts, even before the
-    /// estimator has a baseline.
-    fn loss_above_baseline(&mut self, now: Instant, lost: u64) -> bool {
-        let round = self.rtt.smoothed().max(Duration::from_millis(1));
-        if self.round_start.is_none_or(|s| now >= s + round) {
-            self.round_start = Some(now);
-            self.round_sent = 0;
-            self.round_lost = 0;
-        }
-        self.round_lost += lost;
-        let min = self.rtt.min();
-        let queueing =
-            self.rtt.latest() > min + min / 8 + self.rtt.queue_margin(Duration::from_millis(2));
-        let estimate = self.loss.estimate();
-        let n = self.round_sent.max(1) as f64;
-        let p = estimate.rate;
-        let dispersion = (2.0 * estimate.burst * (1.0 - p) - 1.0).max(1.0);
-        let sigma = (n * p * (1.0 - p) * dispersion).sqrt();
-        queueing && self.round_lost as f64 > n * p + 3.0 * sigma + 2.0
     }
 }
 
