@@ -77,8 +77,24 @@ const ACK_RANGES: usize = 16;
 /// the sender's start-up sees the bottleneck's spacing in the first flights
 /// (a lone last packet would otherwise wait for the ack delay).
 const QUICK_ACKS: u64 = 128;
-/// Copies of each client Initial flight.
+/// Copies of the client's first Initial flight.
 const INITIAL_COPIES: u8 = 3;
+/// Each flight after an unanswered one carries [`INITIAL_COPIES`] more, up
+/// to this many times as many.
+const MAX_INITIAL_FLIGHT_GROWTH: u8 = 4;
+
+/// Copies of the client's Initial flight after `timeouts` probe time-outs
+/// without an answer. Loss that comes in bursts takes back-to-back copies
+/// together, so a flight that is lost whole says the path is in such a
+/// burst, not that it is congested: the next flight is longer, to reach
+/// past it (at most 12 copies of 1200 bytes, before the server has sent
+/// anything).
+fn initial_copies(timeouts: u32) -> u8 {
+    let growth = timeouts
+        .saturating_add(1)
+        .min(u32::from(MAX_INITIAL_FLIGHT_GROWTH)) as u8;
+    INITIAL_COPIES * growth
+}
 /// Probe time-outs double at most this many times.
 const MAX_PTO_BACKOFF: u32 = 1;
 /// Repair symbols sent at each probe time-out: several, so that a burst of
@@ -627,7 +643,7 @@ impl Connection {
         self.pto_count = self.pto_count.saturating_add(1);
         match self.state {
             State::Handshaking if self.side == Side::Client => {
-                self.handshake_to_send = INITIAL_COPIES;
+                self.handshake_to_send = initial_copies(self.pto_count);
             }
             State::Established => {
                 // No feedback for a while: send a repair over everything the
