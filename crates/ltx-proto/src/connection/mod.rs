@@ -101,6 +101,10 @@ const MAX_PTO_BACKOFF: u32 = 1;
 /// loss does not cost another time-out each time (a path in a bad state
 /// loses packets in runs, and a lone probe would wait out each run).
 const PROBES: u32 = 4;
+/// The most unconfirmed symbols the tail's repairs are sized for. The
+/// symbols before them had a round trip or more of proactive repair behind
+/// them; counting them too would size the tail for what is already covered.
+const TAIL_SPAN: u64 = 256;
 /// Longest a connection lingers after a close to absorb the peer's
 /// packets, in PTOs.
 const DRAIN_PTOS: u32 = 3;
@@ -1097,7 +1101,7 @@ impl Connection {
             .next_id()
             .0
             .saturating_sub(reported.0)
-            .min(u64::from(self.config.max_repair_span));
+            .min(TAIL_SPAN);
         // The link would idle otherwise: protect the last symbols on top of
         // their proactive repairs, so that the last gap rarely waits for a
         // round trip of feedback.
