@@ -101,6 +101,10 @@ const MAX_PTO_BACKOFF: u32 = 1;
 /// loss does not cost another time-out each time (a path in a bad state
 /// loses packets in runs, and a lone probe would wait out each run).
 const PROBES: u32 = 4;
+/// Each probe time-out in a row sends [`PROBES`] more, up to this many
+/// times as many: a run of loss long enough to take a whole round of probes
+/// is likely longer than that round, and the next must reach past it.
+const MAX_PROBE_GROWTH: u32 = 4;
 /// The most unconfirmed symbols the tail's repairs are sized for. The
 /// symbols before them had a round trip or more of proactive repair behind
 /// them; counting them too would size the tail for what is already covered.
@@ -653,7 +657,8 @@ impl Connection {
                 // No feedback for a while: send a repair over everything the
                 // peer may lack (it stands in for any lost symbol), or a
                 // ping if there is nothing to repair.
-                self.probe_owed = self.probe_owed.max(PROBES);
+                let probes = PROBES * self.pto_count.clamp(1, MAX_PROBE_GROWTH);
+                self.probe_owed = self.probe_owed.max(probes);
                 self.detect_losses(now);
                 // The repairs that answered the peer's last reported deficit
                 // have had their time: take them as lost and answer it
