@@ -64,6 +64,14 @@ fn connection() {
     });
 }
 
+#[test]
+#[ignore = "runs for LTX_FUZZ_SECONDS; see the module docs"]
+fn accept() {
+    exercise("accept", |d| {
+        ltx_proto::fuzzing::accept(d);
+    });
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     let value = std::env::var(name).ok()?;
     Some(
