@@ -452,3 +452,21 @@ proptest! {
         prop_assert_eq!(c.stats().packets_unauthentic, 1);
     }
 }
+
+#[test]
+fn an_unanswered_initial_flight_is_followed_by_a_longer_one() {
+    // Bursty loss takes back-to-back copies together: each flight after an
+    // unanswered one carries three more copies, up to twelve.
+    let mut now = Instant::now();
+    let mut client = client(SecurityConfig::new(keypair(1)), keypair(2).public(), now);
+    let mut flights = Vec::new();
+    for _ in 0..6 {
+        let copies = std::iter::from_fn(|| client.poll_transmit(now)).count();
+        flights.push(copies);
+        now = client
+            .poll_timeout()
+            .expect("the client waits for an answer");
+        client.handle_timeout(now);
+    }
+    assert_eq!(flights, [3, 6, 9, 12, 12, 12]);
+}

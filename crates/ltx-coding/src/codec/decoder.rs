@@ -110,7 +110,12 @@ impl Row {
 
     /// Whether only the pivot is left: the row is its source symbol.
     fn is_solved(&self) -> bool {
-        self.coefficients[1..].iter().all(|&c| c == 0)
+        // Rows span up to a whole window and are checked after every
+        // elimination: OR them a block at a time, which vectorises, rather
+        // than stop at the first non-zero byte, which does not.
+        let mut blocks = self.coefficients[1..].chunks_exact(64);
+        blocks.all(|block| block.iter().fold(0, |acc, &c| acc | c) == 0)
+            && blocks.remainder().iter().all(|&c| c == 0)
     }
 }
 
@@ -612,11 +617,17 @@ impl Decoder {
             let slot = self.slot(id);
             self.pivot_row[slot] = NO_ROW;
             let row = std::mem::take(&mut self.rows[r as usize]);
-            self.live_rows.retain(|&live| live != r);
             self.free_rows.push(r);
             self.store_source(id, &row.payload);
             self.put_back(row);
             solved += 1;
+        }
+        if solved > 0 {
+            // One pass for every row solved, not one per row: a repair can
+            // solve hundreds at once. A solved row's slot is empty now.
+            let rows = &self.rows;
+            self.live_rows
+                .retain(|&live| !rows[live as usize].coefficients.is_empty());
         }
         self.touched = touched;
         self.touched.clear();

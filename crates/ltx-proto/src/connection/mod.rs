@@ -1,6 +1,7 @@
 //! A connection: the sans-IO state machine of one ltx association.
 
 mod address_validation;
+mod loss_round;
 mod received;
 mod secure;
 mod sent;
@@ -33,6 +34,7 @@ use crate::wire::{
 
 use address_validation::AmplificationLimit;
 pub use address_validation::AMPLIFICATION_FACTOR;
+use loss_round::LossRound;
 use received::ReceivedPackets;
 use secure::{KeysPending, SecureHandshake};
 use sent::{AckOutcome, Carried, SentPacket, SentPackets};
@@ -75,14 +77,38 @@ const ACK_RANGES: usize = 16;
 /// the sender's start-up sees the bottleneck's spacing in the first flights
 /// (a lone last packet would otherwise wait for the ack delay).
 const QUICK_ACKS: u64 = 128;
-/// Copies of each client Initial flight.
+/// Copies of the client's first Initial flight.
 const INITIAL_COPIES: u8 = 3;
+/// Each flight after an unanswered one carries [`INITIAL_COPIES`] more, up
+/// to this many times as many.
+const MAX_INITIAL_FLIGHT_GROWTH: u8 = 4;
+
+/// Copies of the client's Initial flight after `timeouts` probe time-outs
+/// without an answer. Loss that comes in bursts takes back-to-back copies
+/// together, so a flight that is lost whole says the path is in such a
+/// burst, not that it is congested: the next flight is longer, to reach
+/// past it (at most 12 copies of 1200 bytes, before the server has sent
+/// anything).
+fn initial_copies(timeouts: u32) -> u8 {
+    let growth = timeouts
+        .saturating_add(1)
+        .min(u32::from(MAX_INITIAL_FLIGHT_GROWTH)) as u8;
+    INITIAL_COPIES * growth
+}
 /// Probe time-outs double at most this many times.
 const MAX_PTO_BACKOFF: u32 = 1;
 /// Repair symbols sent at each probe time-out: several, so that a burst of
 /// loss does not cost another time-out each time (a path in a bad state
 /// loses packets in runs, and a lone probe would wait out each run).
 const PROBES: u32 = 4;
+/// Each probe time-out in a row sends [`PROBES`] more, up to this many
+/// times as many: a run of loss long enough to take a whole round of probes
+/// is likely longer than that round, and the next must reach past it.
+const MAX_PROBE_GROWTH: u32 = 4;
+/// The most unconfirmed symbols the tail's repairs are sized for. The
+/// symbols before them had a round trip or more of proactive repair behind
+/// them; counting them too would size the tail for what is already covered.
+const TAIL_SPAN: u64 = 256;
 /// Longest a connection lingers after a close to absorb the peer's
 /// packets, in PTOs.
 const DRAIN_PTOS: u32 = 3;
@@ -284,9 +310,7 @@ pub struct Connection {
     tail_armed: bool,
     probe_owed: u32,
     pto_count: u32,
-    round_start: Option<Instant>,
-    round_sent: u64,
-    round_lost: u64,
+    loss_round: LossRound,
 
     streams: Streams,
     rtt: RttEstimator,
@@ -429,9 +453,7 @@ impl Connection {
             tail_armed: false,
             probe_owed: 0,
             pto_count: 0,
-            round_start: None,
-            round_sent: 0,
-            round_lost: 0,
+            loss_round: LossRound::default(),
             streams: Streams::new(side, limits),
             rtt: RttEstimator::new(config.initial_rtt),
             loss: LossEstimator::new(),
@@ -629,13 +651,14 @@ impl Connection {
         self.pto_count = self.pto_count.saturating_add(1);
         match self.state {
             State::Handshaking if self.side == Side::Client => {
-                self.handshake_to_send = INITIAL_COPIES;
+                self.handshake_to_send = initial_copies(self.pto_count);
             }
             State::Established => {
                 // No feedback for a while: send a repair over everything the
                 // peer may lack (it stands in for any lost symbol), or a
                 // ping if there is nothing to repair.
-                self.probe_owed = self.probe_owed.max(PROBES);
+                let probes = PROBES * self.pto_count.clamp(1, MAX_PROBE_GROWTH);
+                self.probe_owed = self.probe_owed.max(probes);
                 self.detect_losses(now);
                 // The repairs that answered the peer's last reported deficit
                 // have had their time: take them as lost and answer it
@@ -847,7 +870,6 @@ impl Connection {
             self.controller
                 .on_sent(now, size, self.sent.bytes_in_flight);
             self.pacer.on_sent(now, size);
-            self.round_sent += 1;
             self.last_sent = now;
             if self.timers[Timer::Probe as usize].is_none() {
                 self.set_timer(Timer::Probe, now + self.pto());
@@ -1084,7 +1106,7 @@ impl Connection {
             .next_id()
             .0
             .saturating_sub(reported.0)
-            .min(u64::from(self.config.max_repair_span));
+            .min(TAIL_SPAN);
         // The link would idle otherwise: protect the last symbols on top of
         // their proactive repairs, so that the last gap rarely waits for a
         // round trip of feedback.
@@ -1582,11 +1604,15 @@ impl Connection {
                         Duration::from_micros(ack.ack_delay_us).min(self.config.max_ack_delay);
                     self.rtt
                         .update(ack_delay, now.saturating_duration_since(packet.time));
+                    self.loss_round
+                        .on_rtt_sample(now, self.rtt.smoothed(), self.rtt.latest());
                     self.controller.on_rtt_sample(now, &self.rtt);
                 }
             }
             self.largest_acked = Some(largest);
         }
+        self.loss_round
+            .on_acked(now, self.rtt.smoothed(), outcome.acked.len() as u64);
         for &(number, packet) in &outcome.acked {
             self.loss.on_delivered(number);
             self.scheme.on_packet_acked(number);
@@ -1691,38 +1717,17 @@ impl Connection {
             }
         }
         self.stats.packets_lost += lost.len() as u64;
-        let above = self.loss_above_baseline(now, lost.len() as u64);
+        self.loss_round
+            .on_lost(now, self.rtt.smoothed(), lost.len() as u64);
+        let above = self
+            .loss_round
+            .above_baseline(&self.loss.estimate(), &self.rtt);
         // One call per packet, with its own send time: controllers that
         // measure the bottleneck need to know where each loss fell.
         for &(_, packet) in &lost {
             self.controller
                 .on_loss(now, packet.time, packet.size, above, &self.rtt);
         }
-    }
-
-    /// Whether losses in the current round trip exceed what the random-loss
-    /// baseline explains (three standard deviations, burstiness included)
-    /// while the queue is standing (RTT above its minimum): then they are
-    /// read as congestion. Random loss does not lengthen the round trip, so
-    /// a lossy path with an empty queue never counts, even before the
-    /// estimator has a baseline.
-    fn loss_above_baseline(&mut self, now: Instant, lost: u64) -> bool {
-        let round = self.rtt.smoothed().max(Duration::from_millis(1));
-        if self.round_start.is_none_or(|s| now >= s + round) {
-            self.round_start = Some(now);
-            self.round_sent = 0;
-            self.round_lost = 0;
-        }
-        self.round_lost += lost;
-        let min = self.rtt.min();
-        let queueing =
-            self.rtt.latest() > min + min / 8 + self.rtt.queue_margin(Duration::from_millis(2));
-        let estimate = self.loss.estimate();
-        let n = self.round_sent.max(1) as f64;
-        let p = estimate.rate;
-        let dispersion = (2.0 * estimate.burst * (1.0 - p) - 1.0).max(1.0);
-        let sigma = (n * p * (1.0 - p) * dispersion).sqrt();
-        queueing && self.round_lost as f64 > n * p + 3.0 * sigma + 2.0
     }
 }
 

@@ -529,15 +529,14 @@ impl Streams {
         if room < header {
             return false;
         }
-        // Contiguous in place (a rotation at most once per lap of the
-        // buffer), so the bytes are copied once, straight into the symbol.
-        let frame = Frame::Stream(StreamFrame {
-            id,
-            offset: stream.offset,
-            fin,
-            data: &stream.pending.make_contiguous()[..len],
-        });
-        frame.emit(out);
+        // The bytes are copied once, from the buffer's one or two slices
+        // straight into the symbol: making the buffer contiguous first
+        // would move all of it whenever it wraps.
+        StreamFrame::emit_header(id, stream.offset, fin, len, out);
+        let (front, back) = stream.pending.as_slices();
+        let from_front = len.min(front.len());
+        out.extend_from_slice(&front[..from_front]);
+        out.extend_from_slice(&back[..len - from_front]);
         stream.pending.drain(..len);
         if trace && len > 0 {
             events.push_back(Event::Trace(TraceEvent::StreamDataSent {

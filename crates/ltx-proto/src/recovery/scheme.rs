@@ -190,6 +190,16 @@ pub(crate) fn gap_window(range: &RepairRange) -> Option<Window> {
     window_between(oldest, end.min(oldest + REACTIVE_SPAN))
 }
 
+/// The sliding-window policy's tail window: from the peer's first unknown
+/// symbol to the newest sent, at most [`REACTIVE_SPAN`] symbols. Unlike
+/// [`gap_window`] it does not stop at what the peer reported: the tail's
+/// repairs are for the symbols sent within the last round trip, which no
+/// report names yet.
+pub(crate) fn tail_window(range: &RepairRange) -> Option<Window> {
+    let (oldest, next) = (range.oldest.0, range.next.0);
+    window_between(oldest.max(next.saturating_sub(REACTIVE_SPAN)), next)
+}
+
 impl RedundancyScheme for RedundancyPolicy {
     fn name(&self) -> &'static str {
         "sliding-window"
@@ -225,7 +235,8 @@ impl RedundancyScheme for RedundancyPolicy {
                 let (oldest, next) = (range.oldest.0, range.next.0);
                 window_between(next.saturating_sub(range.max_span).max(oldest), next)
             }
-            RepairReason::Reactive | RepairReason::Tail | RepairReason::Probe => gap_window(range),
+            RepairReason::Tail => tail_window(range),
+            RepairReason::Reactive | RepairReason::Probe => gap_window(range),
         }?;
         Some(RepairPlan {
             window,

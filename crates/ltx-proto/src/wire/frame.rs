@@ -125,6 +125,17 @@ impl StreamFrame<'_> {
     pub fn header_len(id: StreamId, offset: u64, len: usize) -> usize {
         1 + varint_len(id.0) + varint_len(offset) + varint_len(len as u64)
     }
+
+    /// Appends a stream frame's type and fields up to its data, for data
+    /// of `len` bytes that the caller appends next: a sender whose buffer
+    /// is not one slice copies its parts straight after this, without
+    /// first making it contiguous.
+    pub fn emit_header(id: StreamId, offset: u64, fin: bool, len: usize, out: &mut Vec<u8>) {
+        out.push(if fin { kind::STREAM_FIN } else { kind::STREAM });
+        put_varint(out, id.0);
+        put_varint(out, offset);
+        put_varint(out, len as u64);
+    }
 }
 
 impl fmt::Debug for StreamFrame<'_> {
@@ -361,14 +372,8 @@ impl<'a> Frame<'a> {
                 put_bytes(out, rep.data);
             }
             Frame::Stream(s) => {
-                out.push(if s.fin {
-                    kind::STREAM_FIN
-                } else {
-                    kind::STREAM
-                });
-                put_varint(out, s.id.0);
-                put_varint(out, s.offset);
-                put_bytes(out, s.data);
+                StreamFrame::emit_header(s.id, s.offset, s.fin, s.data.len(), out);
+                out.extend_from_slice(s.data);
             }
             Frame::ResetStream {
                 id,
