@@ -701,6 +701,7 @@ async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
     let mut out = SendQueue::default();
     let mut timer: Option<Instant> = None;
     loop {
+        ask_for_prompt_wakeups();
         let sleep = async {
             match timer {
                 Some(t) => tokio::time::sleep_until(t.into()).await,
@@ -755,6 +756,28 @@ async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
             }
         }
     }
+}
+
+/// Asks, once per thread that runs a driver, for the short time slice and
+/// timer slack of `ltx-realtime`.
+///
+/// Every wait for the CPU between a datagram's arrival and the driver's
+/// handling of it ends up in the protocol's RTT samples, and the
+/// controller reads a longer RTT as a standing queue; on a short path with
+/// heavy loss it cuts its window at every loss. On a two-core machine at
+/// load average 8, a 100 Mbit/s, 20 ms path with 20 % loss took a median
+/// of 0.76 s over five seeds (the simulator: 0.61 s), and 0.66–0.70 s with
+/// a 100 µs slice. The request only moves the thread's wake-ups earlier;
+/// a thread under another policy keeps its own.
+fn ask_for_prompt_wakeups() {
+    thread_local! {
+        static ASKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    ASKED.with(|asked| {
+        if !asked.replace(true) {
+            ltx_realtime::prefer_prompt_wakeups();
+        }
+    });
 }
 
 /// Closes every connection of an endpoint whose socket failed.

@@ -349,6 +349,7 @@ impl Suite<'_> {
                     wire_bytes: Some(measured.wire_bytes),
                     reverse_wire_bytes: Some(measured.reverse_wire_bytes),
                     cpu_s: outcome.map(|o| o.cpu_s),
+                    run_queue_s: outcome.and_then(|o| o.run_queue_s),
                     queue_delay_p95_ms: Some(measured.queue_delay_p95_ms),
                     sim_s: if p.system == System::Ltx {
                         sims.get(rep as usize - 1).copied().flatten()

@@ -8,7 +8,7 @@ use super::cells::Cell;
 use crate::live::round;
 
 /// The columns of `runs.csv`, in order.
-pub(crate) const COLUMNS: [&str; 21] = [
+pub(crate) const COLUMNS: [&str; 22] = [
     "scenario",
     "rate_mbit",
     "rtt_ms",
@@ -27,6 +27,7 @@ pub(crate) const COLUMNS: [&str; 21] = [
     "wire_bytes",
     "reverse_wire_bytes",
     "cpu_s",
+    "run_queue_s",
     "queue_delay_p95_ms",
     "sim_s",
     "note",
@@ -59,6 +60,9 @@ pub(crate) struct Run {
     pub(crate) reverse_wire_bytes: Option<u64>,
     /// Both ends' CPU seconds.
     pub(crate) cpu_s: Option<f64>,
+    /// Seconds both ends waited for a CPU, ready to run (the Rust peers
+    /// say; NORM's and kcp-go's drivers do not).
+    pub(crate) run_queue_s: Option<f64>,
     /// 95th percentile of the time packets waited in the client-to-server
     /// bottleneck queue.
     pub(crate) queue_delay_p95_ms: Option<f64>,
@@ -90,6 +94,7 @@ impl Run {
             wire_bytes: None,
             reverse_wire_bytes: None,
             cpu_s: None,
+            run_queue_s: None,
             queue_delay_p95_ms: None,
             sim_s: None,
             note,
@@ -124,6 +129,7 @@ impl Run {
             "wire_bytes": self.wire_bytes,
             "reverse_wire_bytes": self.reverse_wire_bytes,
             "cpu_s": self.cpu_s.map(|s| round(s, 4)),
+            "run_queue_s": self.run_queue_s.map(|s| round(s, 4)),
             "queue_delay_p95_ms": self.queue_delay_p95_ms.map(|s| round(s, 3)),
             "sim_s": self.sim_s.map(|s| round(s, 4)),
             "note": self.note,

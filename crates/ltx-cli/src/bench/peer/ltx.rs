@@ -12,7 +12,7 @@ use ltx::{Endpoint, EndpointConfig, Security, SecurityConfig, StaticKeypair};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::super::payload::{Pattern, Verifier};
-use super::report::{cpu_seconds, monotonic_ns, ClientReport, ServerReport};
+use super::report::{cpu_seconds, monotonic_ns, run_queue_seconds, ClientReport, ServerReport};
 use super::{PayloadArgs, Received};
 use crate::live;
 
@@ -104,6 +104,7 @@ pub(super) async fn send(
         bytes: args.size,
         start_ns,
         cpu_s: cpu_seconds()?,
+        run_queue_s: run_queue_seconds(),
         wire_bytes: Some(connection.stats().bytes_sent),
     })
 }

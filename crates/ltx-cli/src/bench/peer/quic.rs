@@ -25,7 +25,7 @@ use quinn::{
 };
 
 use super::super::payload::{Pattern, Verifier};
-use super::report::{cpu_seconds, monotonic_ns, ClientReport, ServerReport};
+use super::report::{cpu_seconds, monotonic_ns, run_queue_seconds, ClientReport, ServerReport};
 use super::{sockets, PayloadArgs, Received, RustSystem};
 
 /// The name the server's certificate is issued to and the client asks for.
@@ -169,6 +169,7 @@ pub(super) async fn send(
         bytes: args.size,
         start_ns,
         cpu_s: cpu_seconds()?,
+        run_queue_s: run_queue_seconds(),
         wire_bytes: Some(wire_bytes),
     })
 }

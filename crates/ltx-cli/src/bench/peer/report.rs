@@ -6,7 +6,9 @@
 //! `{"system", "role": "send", "bytes", "start_ns", "cpu_s"}`, with
 //! `"wire_bytes"` when the system counts what it sent. Times are
 //! `CLOCK_MONOTONIC` in nanoseconds; `cpu_s` is the process's user plus
-//! system time when it printed the line.
+//! system time when it printed the line. The Rust peers add `run_queue_s`
+//! to both lines: the seconds their thread was ready to run but waited for
+//! a CPU, which a loaded machine adds to every round trip they measure.
 
 use std::mem::MaybeUninit;
 
@@ -32,6 +34,15 @@ pub(crate) fn monotonic_ns() -> anyhow::Result<u64> {
     Ok(secs * 1_000_000_000 + nanos)
 }
 
+/// Seconds the process's main thread (the one a current-thread runtime
+/// runs on) has waited on a run queue, ready to run, from the kernel's
+/// scheduler statistics; `None` where they cannot be read.
+pub(crate) fn run_queue_seconds() -> Option<f64> {
+    let stats = std::fs::read_to_string("/proc/self/schedstat").ok()?;
+    let waited_ns: u64 = stats.split_whitespace().nth(1)?.parse().ok()?;
+    Some(waited_ns as f64 / 1e9)
+}
+
 /// The process's CPU seconds so far.
 pub(crate) fn cpu_seconds() -> anyhow::Result<f64> {
     Ok(process_cpu_time()?.as_secs_f64())
@@ -54,6 +65,8 @@ pub(crate) struct ServerReport {
     pub(crate) end_ns: u64,
     /// The server's CPU seconds.
     pub(crate) cpu_s: f64,
+    /// Seconds the server waited for a CPU, where it says.
+    pub(crate) run_queue_s: Option<f64>,
 }
 
 impl ServerReport {
@@ -72,12 +85,13 @@ impl ServerReport {
             first_ns,
             end_ns,
             cpu_s: cpu_seconds()?,
+            run_queue_s: run_queue_seconds(),
         })
     }
 
     /// The line the server prints.
     pub(crate) fn to_json(&self) -> Value {
-        json!({
+        let mut line = json!({
             "system": self.system,
             "role": "recv",
             "bytes": self.delivery.bytes,
@@ -86,7 +100,11 @@ impl ServerReport {
             "first_ns": self.first_ns,
             "end_ns": self.end_ns,
             "cpu_s": self.cpu_s,
-        })
+        });
+        if let Some(waited) = self.run_queue_s {
+            line["run_queue_s"] = json!(waited);
+        }
+        line
     }
 
     /// Reads a server's line.
@@ -105,6 +123,7 @@ impl ServerReport {
             first_ns: integer(&value, "first_ns")?,
             end_ns: integer(&value, "end_ns")?,
             cpu_s: number(&value, "cpu_s")?,
+            run_queue_s: value.get("run_queue_s").and_then(Value::as_f64),
         })
     }
 }
@@ -124,6 +143,8 @@ pub(crate) struct ClientReport {
     /// does (ltx, QUIC, kcp-go); the emulator's count of IP bytes is the
     /// figure that compares across systems.
     pub(crate) wire_bytes: Option<u64>,
+    /// Seconds the client waited for a CPU, where it says.
+    pub(crate) run_queue_s: Option<f64>,
 }
 
 impl ClientReport {
@@ -139,6 +160,9 @@ impl ClientReport {
         if let Some(wire) = self.wire_bytes {
             line["wire_bytes"] = json!(wire);
         }
+        if let Some(waited) = self.run_queue_s {
+            line["run_queue_s"] = json!(waited);
+        }
         line
     }
 
@@ -151,6 +175,7 @@ impl ClientReport {
             start_ns: integer(&value, "start_ns")?,
             cpu_s: number(&value, "cpu_s")?,
             wire_bytes: value.get("wire_bytes").and_then(Value::as_u64),
+            run_queue_s: value.get("run_queue_s").and_then(Value::as_f64),
         })
     }
 }
@@ -218,6 +243,8 @@ pub(crate) struct Outcome {
     pub(crate) cpu_s: f64,
     /// What the sending transport counted, where it does.
     pub(crate) wire_bytes: Option<u64>,
+    /// Seconds both ends waited for a CPU, where both say.
+    pub(crate) run_queue_s: Option<f64>,
 }
 
 impl Outcome {
@@ -242,6 +269,10 @@ impl Outcome {
             goodput_bps: server.delivery.bytes as f64 * 8.0 / completion_s,
             cpu_s: server.cpu_s + client.cpu_s,
             wire_bytes: client.wire_bytes,
+            run_queue_s: server
+                .run_queue_s
+                .zip(client.run_queue_s)
+                .map(|(s, c)| s + c),
         })
     }
 }
@@ -272,6 +303,7 @@ mod tests {
             first_ns: 1_100_000_000,
             end_ns,
             cpu_s: 0.25,
+            run_queue_s: Some(0.125),
         }
     }
 
@@ -282,6 +314,7 @@ mod tests {
             start_ns: 1_000_000_000,
             cpu_s: 0.5,
             wire_bytes: None,
+            run_queue_s: Some(0.25),
         }
     }
 
@@ -319,7 +352,29 @@ mod tests {
         assert_eq!(outcome.completion_s, 2.0);
         assert_eq!(outcome.goodput_bps, 4e6);
         assert_eq!(outcome.cpu_s, 0.75);
+        assert_eq!(outcome.run_queue_s, Some(0.375));
         assert!(outcome.verified);
+    }
+
+    /// NORM's and kcp-go's drivers do not say how long they waited: the
+    /// outcome has no figure rather than one end's.
+    #[test]
+    fn the_wait_for_a_cpu_adds_up_only_when_both_ends_say() {
+        let silent = ClientReport {
+            run_queue_s: None,
+            ..client()
+        };
+        let printed = silent.to_json().to_string();
+        assert!(!printed.contains("run_queue_s"), "{printed}");
+        assert_eq!(ClientReport::parse(&printed), Ok(silent.clone()));
+        let outcome = Outcome::of(&server(3_000_000_000, true), &silent).unwrap();
+        assert_eq!(outcome.run_queue_s, None);
+    }
+
+    #[test]
+    fn this_process_has_waited_for_a_cpu_for_a_finite_time() {
+        let waited = run_queue_seconds().expect("Linux keeps scheduler statistics");
+        assert!(waited.is_finite() && waited >= 0.0, "{waited}");
     }
 
     #[test]

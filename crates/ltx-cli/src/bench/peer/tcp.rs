@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use super::super::payload::{Pattern, Verifier};
-use super::report::{cpu_seconds, monotonic_ns, ClientReport, ServerReport};
+use super::report::{cpu_seconds, monotonic_ns, run_queue_seconds, ClientReport, ServerReport};
 use super::{sockets, PayloadArgs, Received, RustSystem};
 
 /// Bytes asked for in each read.
@@ -133,6 +133,7 @@ pub(super) async fn send(
         bytes: args.size,
         start_ns,
         cpu_s: cpu_seconds()?,
+        run_queue_s: run_queue_seconds(),
         wire_bytes: None,
     })
 }
