@@ -45,7 +45,7 @@
 //! can make them up, a round trip later and behind whatever queue the
 //! start-up built, and every byte after the first gap waits for it. So the
 //! ratio is sized for `p + k·√(p·(1−p) / samples)` with `k` =
-//! [`ESTIMATE_ERRORS`] (0.64, the same `z`-sized margin halved): at
+//! `ESTIMATE_ERRORS` (0.64, the same `z`-sized margin halved): at
 //! `p = 0.2`, `n = 4096`, 0.338 after 32 fates, 0.270 after 2048 and 0.265
 //! after 10 000. The term fades as the estimate matures, and a path that
 //! has lost nothing still gets no repair. It is the standard error of
