@@ -73,7 +73,11 @@ pub struct TransportConfig {
     /// Ack-eliciting packets received before an acknowledgement is sent at
     /// once.
     pub ack_frequency: u32,
-    /// Widest window, in symbols, a proactive repair symbol covers.
+    /// Widest window, in symbols, a proactive repair symbol covers. The
+    /// span follows the symbols a round trip carries, from 256 up to this
+    /// (default 1024): a wider span needs a thinner margin for the same
+    /// residual, and costs each repair's encoding and decoding in
+    /// proportion.
     pub max_repair_span: u16,
     /// The redundancy policy.
     pub redundancy: RedundancyConfig,
@@ -98,7 +102,7 @@ impl Default for TransportConfig {
             initial_rtt: Duration::from_millis(333),
             max_ack_delay: Duration::from_millis(25),
             ack_frequency: 2,
-            max_repair_span: 256,
+            max_repair_span: 1024,
             redundancy: RedundancyConfig::default(),
             congestion: Arc::new(CtcpConfig::default()),
             trace: false,

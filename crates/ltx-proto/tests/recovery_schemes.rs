@@ -7,13 +7,20 @@ use ltx_coding::codec::{Code, DecodeError, Decoder, DecoderConfig, Encoder, Enco
 use ltx_coding::{RepairKey, SymbolId, Window};
 use ltx_proto::recovery::whole_block::UNTIL_RECOVERED;
 use ltx_proto::recovery::{
-    BlockConfig, BlockScheme, DfecConfig, DfecScheme, Feedback, LossEstimate, RedundancyConfig,
-    RedundancyPolicy, RedundancyScheme, RepairPlan, RepairRange, RepairReason, WholeBlockConfig,
-    WholeBlockScheme,
+    BlockConfig, BlockScheme, DfecConfig, DfecScheme, Feedback, Horizon, LossEstimate,
+    RedundancyConfig, RedundancyPolicy, RedundancyScheme, RepairPlan, RepairRange, RepairReason,
+    WholeBlockConfig, WholeBlockScheme,
 };
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
+use std::time::Duration;
+
+/// The sliding window's span and round trip where the tests need one.
+const HORIZON: Horizon = Horizon {
+    span: 256,
+    rtt: Duration::from_millis(100),
+};
 
 fn iid(rate: f64) -> LossEstimate {
     LossEstimate {
@@ -76,7 +83,9 @@ impl Sender {
         for _ in 0..count {
             let id = SymbolId(self.next_id);
             self.next_id += 1;
-            self.credit = self.scheme.credit_after_source(id, self.credit, estimate);
+            self.credit = self
+                .scheme
+                .credit_after_source(id, self.credit, estimate, &HORIZON);
             let number = self.next_number;
             self.next_number += 1;
             self.scheme.on_source_sent(number, id);
@@ -169,6 +178,7 @@ fn ctcp_sends_extra_coded_packets_for_the_blocks_feedback_shows_short() {
         deficit: 2,
         repairs_in_flight: 0,
         decoded_through: SymbolId(0),
+        covered: None,
     };
     // Block 0 lacks 32 − (22 + 8) = 2: ⌈2 · 1.1 / 0.8⌉ + 1 = 4.
     let owed = sender.scheme.reactive_repairs(&feedback, &estimate);
@@ -196,6 +206,7 @@ fn ctcp_repairs_in_flight_count_against_a_blocks_lack() {
         deficit: 2,
         repairs_in_flight: 0,
         decoded_through: SymbolId(0),
+        covered: None,
     };
     let owed = sender.scheme.reactive_repairs(&feedback, &estimate);
     for _ in 0..owed {
@@ -250,6 +261,7 @@ fn lt_tcp_sends_rfec_on_feedback_only_for_a_short_block() {
         deficit: 3,
         repairs_in_flight: 0,
         decoded_through: SymbolId(0),
+        covered: None,
     };
     // ⌈3 · 1.1 / 0.9⌉ + 1 = 5, all over block 0.
     assert_eq!(sender.scheme.reactive_repairs(&feedback, &estimate), 5);
@@ -293,7 +305,7 @@ fn dfec_ratio_grows_by_one_plus_delta_above_the_target_residual() {
         &mut sender,
         |fate| matches!(fate, Fate::Source(id) if id % 10 < 2),
     );
-    let after = sender.scheme.proactive_ratio(&iid(0.1));
+    let after = sender.scheme.proactive_ratio(&iid(0.1), &HORIZON);
     assert!((after - before * 1.1).abs() < 1e-12, "{before} → {after}");
 }
 
@@ -306,7 +318,7 @@ fn dfec_ratio_shrinks_by_one_minus_delta_at_or_below_the_target() {
         &mut sender,
         |fate| matches!(fate, Fate::Source(id) if id % 10 == 0),
     );
-    let after = sender.scheme.proactive_ratio(&iid(0.1));
+    let after = sender.scheme.proactive_ratio(&iid(0.1), &HORIZON);
     assert!((after - before * 0.9).abs() < 1e-12, "{before} → {after}");
 }
 
@@ -337,6 +349,7 @@ fn dfec_feedback_does_not_race_a_parity_still_to_come() {
         deficit,
         repairs_in_flight: 0,
         decoded_through: SymbolId(3),
+        covered: None,
     };
     let mut sender = Sender::new(Box::new(dfec()));
     sender.send(10, &estimate);
@@ -365,7 +378,7 @@ fn fec_window_after(lost: impl Fn(Fate) -> bool, count: u64) -> u64 {
     let mut number = 0;
     let mut fates = Vec::new();
     for id in 0..count {
-        credit = scheme.credit_after_source(SymbolId(id), credit, &iid(0.1));
+        credit = scheme.credit_after_source(SymbolId(id), credit, &iid(0.1), &HORIZON);
         scheme.on_source_sent(number, SymbolId(id));
         fates.push((number, Fate::Source(id)));
         number += 1;
@@ -402,7 +415,7 @@ fn dfec_closes_groups_without_parity_when_the_fec_window_is_full() {
     let mut credit = 0.0;
     let mut parities = 0;
     for id in 0..50 {
-        credit = scheme.credit_after_source(SymbolId(id), credit, &iid(0.1));
+        credit = scheme.credit_after_source(SymbolId(id), credit, &iid(0.1), &HORIZON);
         while credit >= 1.0 {
             credit -= 1.0;
             let plan = scheme
@@ -424,7 +437,7 @@ fn fectcp_repairs_span_the_whole_block_and_go_on_until_it_is_recovered() {
     assert_eq!(scheme.block_len(), 1000);
     let estimate = iid(0.3);
     assert_eq!(
-        scheme.credit_after_source(SymbolId(5), 0.0, &estimate),
+        scheme.credit_after_source(SymbolId(5), 0.0, &estimate, &HORIZON),
         0.0,
         "no proactive repair: the source symbols go first"
     );
@@ -522,8 +535,8 @@ fn the_default_scheme_is_the_sliding_window_policy() {
     let mut scheme = RedundancyConfig::default().build(16_384);
     assert_eq!(scheme.name(), "sliding-window");
     let estimate = iid(0.2);
-    let ratio = RedundancyPolicy::default().proactive_ratio(&estimate);
-    let credit = scheme.credit_after_source(SymbolId(0), 0.5, &estimate);
+    let ratio = RedundancyPolicy::default().proactive_ratio_for(&estimate, &HORIZON);
+    let credit = scheme.credit_after_source(SymbolId(0), 0.5, &estimate, &HORIZON);
     assert_eq!(credit, (0.5 + ratio).min(ratio.max(1.0) * 4.0));
     let plan = scheme
         .plan_repair(RepairReason::Proactive, &range(100, 1000))

@@ -3,33 +3,45 @@
 //!
 //! # Start-up
 //!
-//! The window grows by the bytes acknowledged (at least doubling per round
-//! trip), and start-up also measures the bottleneck's rate from the spacing
-//! of ACKs. Until a rate is measured start-up is not paced, so packets leave
-//! in bursts (the initial window of 32 datagrams at once, then two per ACK)
-//! and come back spaced by the bottleneck: packet-pair dispersion. After, it
-//! paces at twice the larger of the measured rate and `cwnd / sRTT`, still
-//! faster than the bottleneck drains, so the spacing keeps showing it. Two estimators feed `max_rate`:
+//! Start-up measures the bottleneck's rate from the spacing of ACKs and then
+//! sends at it. Until a rate is measured it is not paced, so packets leave in
+//! bursts (the initial window of 32 datagrams at once, then two per ACK) and
+//! come back spaced by the bottleneck: packet-pair dispersion. Two
+//! estimators feed `max_rate`:
 //! - *pairs*: ACKs that arrive at one instant form a group; a group whose
 //!   packets left much closer together than the ACKs came back (send gap
-//!   below a quarter of the ACK gap) gives the sample `bytes / ACK gap`. The
-//!   median of a round's samples is robust to a loss (a gap looks slow) and
-//!   to ACK compression (a burst looks fast); 16 samples are used at once,
-//!   so a long path is at full rate one round trip after the first ACK.
+//!   below a quarter of the ACK gap) gives the sample `bytes / ACK gap`,
+//!   where the bytes include the packets sent between the two groups that
+//!   are declared lost before the round ends: they took their slots at the
+//!   bottleneck too, and leaving them out would read a path that loses half
+//!   its packets as a third slower than it is. The median of a round's
+//!   samples is robust to ACK compression (a burst looks fast); 4 samples
+//!   are used at once, so a long path is at full rate one round trip after
+//!   the first ACK.
 //! - *trains*: ACKs broken by a gap longer than `RTTmin/4` or by the end of
 //!   a round (a round begins at an ACK and ends at the first ACK of a
 //!   packet sent after it began); a train of at least 4 packets gives the
 //!   bytes acknowledged — or declared lost, by an ACK of the train, after
 //!   being sent within it — over its span.
 //!
-//! At each round's end `cwnd ← max(cwnd, max_rate × RTTmin)` instead of
-//! `log2(BDP/IW)` doublings.
+//! Once a rate is measured, `cwnd ← max(cwnd, max_rate × RTTmin)`: the
+//! window jumps to the bandwidth-delay product instead of `log2(BDP/IW)`
+//! doublings. From then on start-up paces at the measured rate and keeps the
+//! window at that product plus a *probe burst* of 10 datagrams, which it
+//! sends back to back at the start of each round: the burst's ACKs come
+//! back spaced by the bottleneck and keep measuring it, so a higher rate
+//! shows (and the window follows it) while the queue holds at most the
+//! burst. Pacing faster than the measured rate, as slow start does, would
+//! show a higher rate as well, but by building a standing queue of the
+//! excess: on a 600 ms path, 150 to 460 ms of it for most of a 10 MB
+//! transfer. With `CtcpConfig::probe_burst(0)` start-up does that instead:
+//! the window grows by the bytes acknowledged and paces at twice the rate.
 //!
 //! Start-up ends on queueing delay (the smallest of the last 8 RTT samples is
 //! at least `RTTmin × 1.25 + 2 ms`, the 2 ms at most `RTTmin / 4` on short
 //! paths: a queue, not a jittered sample), on an
 //! ECN CE mark, or on a loss above the random-loss baseline; never on random
-//! loss. It also ends when the measured rate has grown less than 25 % in 3
+//! loss. It also ends when the measured rate has grown less than 10 % in 3
 //! rounds, or when 8 rounds measured no rate at all: a queue too shallow to
 //! show a delay overflows without one, and a train counts lost packets in
 //! its rate only up to 3× its acknowledged rate, so the overflow is not read
@@ -86,6 +98,7 @@
 //! # Pacing
 //!
 //! In start-up as above; after it, `1.25 × cwnd / smoothed RTT`.
+
 //!
 //! # The seed's rule alone
 //!
@@ -121,6 +134,7 @@ pub struct CtcpConfig {
     rate_hint: Option<u64>,
     queue_target: Option<f64>,
     delivery_cap: Option<f64>,
+    probe_burst: u64,
     seed_rule: bool,
 }
 
@@ -137,6 +151,7 @@ impl Default for CtcpConfig {
             rate_hint: None,
             queue_target: Some(0.25),
             delivery_cap: None,
+            probe_burst: 10,
             seed_rule: false,
         }
     }
@@ -153,6 +168,7 @@ impl CtcpConfig {
             seed_rule: true,
             queue_target: None,
             delivery_cap: None,
+            probe_burst: 0,
             ..Self::default()
         }
     }
@@ -192,6 +208,16 @@ impl CtcpConfig {
     /// `None`: no cap, as in Coded TCP; see the module's documentation).
     pub fn delivery_cap(&mut self, gain: Option<f64>) -> &mut Self {
         self.delivery_cap = gain.filter(|g| g.is_finite() && *g >= 1.0);
+        self
+    }
+
+    /// The datagrams start-up sends back to back at the start of each
+    /// round once it has measured a rate (default 10; 0: none, and start-up
+    /// grows the window without bound until a queue, a mark or a loss
+    /// above the baseline shows, pacing at twice the rate as before a
+    /// rate was measured; see the module documentation).
+    pub fn probe_burst(&mut self, datagrams: u64) -> &mut Self {
+        self.probe_burst = datagrams;
         self
     }
 
@@ -310,7 +336,7 @@ const PLATEAU_ROUNDS: u32 = 3;
 const NO_RATE_ROUNDS: u32 = 8;
 
 /// The growth of the measured rate that counts as still finding it.
-const PLATEAU_GROWTH: f64 = 1.25;
+const PLATEAU_GROWTH: f64 = 1.1;
 
 /// How far above a train's acknowledged rate a pair estimate may go: far
 /// enough for the loss a path may have (a train at 50 % loss acknowledges
@@ -338,7 +364,32 @@ struct AckGroup {
 struct PairDispersion {
     previous: Option<AckGroup>,
     current: Option<AckGroup>,
-    samples: Vec<u64>,
+    samples: Vec<PairSample>,
+}
+
+/// One pair sample: the bytes that crossed the bottleneck between two ACK
+/// groups, over the time between them. Packets sent in between that were
+/// lost took their slots too; they are declared lost a few ACKs later and
+/// added then, until the round's median is taken.
+#[derive(Debug, Clone, Copy)]
+struct PairSample {
+    ack_gap: Duration,
+    bytes: u64,
+    /// The send times the sample spans: after `after`, up to `through`.
+    after: Instant,
+    through: Instant,
+}
+
+impl PairSample {
+    /// Whether a packet sent at `sent` took its slot in this sample's gap.
+    fn spans(&self, sent: Instant) -> bool {
+        (sent > self.after && sent <= self.through) || sent == self.through
+    }
+
+    fn rate(&self) -> u64 {
+        let rate = u128::from(self.bytes) * 1_000_000_000 / self.ack_gap.as_nanos().max(1);
+        u64::try_from(rate).unwrap_or(u64::MAX)
+    }
 }
 
 /// The shortest time a pair sample spans: real endpoints read and answer
@@ -348,6 +399,13 @@ const MIN_PAIR_GAP: Duration = Duration::from_micros(500);
 
 /// Pair samples that give a rate as soon as they are in.
 const EARLY_PAIR_SAMPLES: usize = 4;
+
+/// The largest jitter of a round's RTT samples, as a fraction of RTTmin,
+/// for which start-up sends at the rate the round's pairs measured (see
+/// [`RoundJitter`]): a path whose delay jitters, or a receiver that
+/// acknowledges in batches, scatters the ACKs, and the median of their
+/// spacing can fall far below the path's rate.
+const STEADY_JITTER: f64 = 0.125;
 
 /// Samples a round needs before its median is trusted.
 const MIN_PAIR_SAMPLES: usize = 4;
@@ -382,6 +440,22 @@ impl PairDispersion {
         });
     }
 
+    /// A packet sent at `sent` was declared lost: it took its slot at the
+    /// bottleneck in the gap of the samples whose packets it left among, and
+    /// its bytes count there, shared where several span its send time (at
+    /// a high loss rate, leaving them out would read the bottleneck as
+    /// slower by the share of slots lost).
+    fn on_loss(&mut self, sent: Instant, bytes: u64) {
+        let spanning = self.samples.iter().filter(|s| s.spans(sent)).count() as u64;
+        if spanning == 0 {
+            return;
+        }
+        let share = bytes.div_ceil(spanning);
+        for sample in self.samples.iter_mut().filter(|s| s.spans(sent)) {
+            sample.bytes = sample.bytes.saturating_add(share);
+        }
+    }
+
     fn close_group(&mut self) {
         let Some(group) = self.current.take() else {
             return;
@@ -392,22 +466,61 @@ impl PairDispersion {
                 .last_sent
                 .saturating_duration_since(previous.last_sent);
             if ack_gap >= MIN_PAIR_GAP && send_gap < ack_gap / 4 {
-                let rate = u128::from(group.bytes) * 1_000_000_000 / ack_gap.as_nanos();
-                self.samples.push(u64::try_from(rate).unwrap_or(u64::MAX));
+                self.samples.push(PairSample {
+                    ack_gap,
+                    bytes: group.bytes,
+                    after: previous.last_sent,
+                    through: group.last_sent,
+                });
             }
         }
         self.previous = Some(group);
     }
 
     /// The median sample of the round, and a new round.
+    /// The median sample of the round, and a new round.
     fn take_median(&mut self) -> Option<u64> {
         self.close_group();
-        let mut samples = std::mem::take(&mut self.samples);
+        let samples = std::mem::take(&mut self.samples);
         if samples.len() < MIN_PAIR_SAMPLES {
             return None;
         }
+        let mut samples: Vec<u64> = samples.iter().map(PairSample::rate).collect();
         samples.sort_unstable();
         Some(samples[samples.len() / 2])
+    }
+}
+
+/// How much a start-up round's RTT samples wander beyond what its own
+/// sending explains. Packets sent together come back with RTTs that grow by
+/// the bottleneck's spacing along the train, so the spread of the samples,
+/// less the span of the ACKs, is the jitter of the path and of the
+/// receiver's acknowledging: where it is large, ACK spacing says little of
+/// the bottleneck.
+#[derive(Debug, Clone, Copy, Default)]
+struct RoundJitter {
+    /// The first and last ACK of the round.
+    acks: Option<(Instant, Instant)>,
+    /// The smallest and largest RTT sample of the round.
+    samples: Option<(Duration, Duration)>,
+}
+
+impl RoundJitter {
+    fn on_ack(&mut self, now: Instant, sample: Duration) {
+        self.acks = Some(self.acks.map_or((now, now), |(first, _)| (first, now)));
+        self.samples = Some(self.samples.map_or((sample, sample), |(lo, hi)| {
+            (lo.min(sample), hi.max(sample))
+        }));
+    }
+
+    /// The jitter seen so far this round.
+    fn jitter(&self) -> Duration {
+        match (self.acks, self.samples) {
+            (Some((first, last)), Some((lo, hi))) => {
+                (hi - lo).saturating_sub(last.saturating_duration_since(first))
+            }
+            _ => Duration::ZERO,
+        }
     }
 }
 
@@ -634,6 +747,14 @@ pub struct Ctcp {
     drains: DrainWatch,
     /// The rate of delivered bytes over the last rounds.
     delivered: DeliveryRate,
+    /// Datagrams of this start-up round's probe burst still to send.
+    burst_left: u64,
+    /// The RTT samples' jitter in this start-up round.
+    jitter: RoundJitter,
+    /// Whether the rate was measured on a path steady enough to send at it
+    /// (a jitter of the round's RTT samples within [`STEADY_JITTER`] of
+    /// RTTmin); otherwise start-up grows the window until a queue shows.
+    measured: bool,
 }
 
 impl Ctcp {
@@ -663,6 +784,9 @@ impl Ctcp {
             ecn_epoch: None,
             drains: DrainWatch::default(),
             delivered: DeliveryRate::default(),
+            burst_left: 0,
+            jitter: RoundJitter::default(),
+            measured: false,
         }
     }
 
@@ -707,6 +831,17 @@ impl Ctcp {
         Some(u64::try_from(bytes).unwrap_or(u64::MAX))
     }
 
+    /// The most the window grows to in start-up once a rate is measured:
+    /// the measured bandwidth-delay product and room for the probe burst.
+    fn startup_cap(&self, rtt: &RttEstimator) -> Option<u64> {
+        if self.config.probe_burst == 0 || !self.measured {
+            return None;
+        }
+        let bdp = self.bdp(rtt)?;
+        let burst = self.config.probe_burst.saturating_mul(self.max_datagram);
+        Some(bdp.saturating_add(burst))
+    }
+
     /// Whether the last RTT samples all show a queue.
     fn queueing(&self, rtt: &RttEstimator) -> bool {
         if self.rtt_samples < QUEUE_SAMPLES as u64 {
@@ -737,7 +872,8 @@ impl Ctcp {
     /// and acknowledges in batches can bunch ACKs, and a pair median then
     /// reads a multiple of the path's rate, while a train's rate spans the
     /// whole flight and shrugs the bunching off.
-    fn take_pair_rate(&mut self, rate: u64) {
+    fn take_pair_rate(&mut self, rate: u64, rtt: &RttEstimator) {
+        self.measured = self.jitter.jitter() <= rtt.min().mul_f64(STEADY_JITTER);
         let train = self
             .train
             .as_ref()
@@ -754,7 +890,7 @@ impl Ctcp {
     /// start-up ends if the rate has stopped growing.
     fn end_round(&mut self, now: Instant, rtt: &RttEstimator) {
         if let Some(rate) = self.pairs.take_median() {
-            self.take_pair_rate(rate);
+            self.take_pair_rate(rate, rtt);
         }
         self.close_train();
         if let Some(bdp) = self.bdp(rtt) {
@@ -859,6 +995,11 @@ impl Ctcp {
 }
 
 impl Controller for Ctcp {
+    fn on_sent(&mut self, now: Instant, bytes: u64, in_flight: u64) {
+        let _ = (now, bytes, in_flight);
+        self.burst_left = self.burst_left.saturating_sub(1);
+    }
+
     fn on_ack(
         &mut self,
         now: Instant,
@@ -905,16 +1046,19 @@ impl Controller for Ctcp {
                     return;
                 }
                 self.round_start = Some(now);
+                self.burst_left = self.config.probe_burst;
+                self.jitter = RoundJitter::default();
             }
             Some(_) => {}
             None => self.round_start = Some(now),
         }
         self.pairs.on_ack(now, sent, bytes);
+        self.jitter.on_ack(now, rtt.latest());
         // A long first flight gives enough pairs before its round ends: use
         // them at once rather than a round trip later.
         if self.pairs.samples.len() >= EARLY_PAIR_SAMPLES {
             if let Some(rate) = self.pairs.take_median() {
-                self.take_pair_rate(rate);
+                self.take_pair_rate(rate, rtt);
                 if let Some(bdp) = self.bdp(rtt) {
                     self.window = self.window.max(bdp);
                 }
@@ -953,6 +1097,12 @@ impl Controller for Ctcp {
         self.rtt_samples = self.rtt_samples.saturating_add(1);
         if !app_limited {
             self.window = self.window.saturating_add(bytes);
+            // Once the bottleneck is measured, the window grows only a
+            // little past its bandwidth-delay product: the rate measured
+            // so far plus the headroom that lets a higher rate show.
+            if let Some(cap) = self.startup_cap(rtt) {
+                self.window = self.window.min(cap.max(self.initial_window()));
+            }
         }
         if self.queueing(rtt) {
             self.exit_startup(now, rtt);
@@ -977,6 +1127,7 @@ impl Controller for Ctcp {
             self.delivered.on_loss(lost_bytes);
         }
         if self.in_startup {
+            self.pairs.on_loss(largest_sent, lost_bytes);
             if let Some(train) = &mut self.train {
                 if now <= train.last && largest_sent > train.first_sent {
                     train.bytes_after_first = train.bytes_after_first.saturating_add(lost_bytes);
@@ -1077,6 +1228,8 @@ impl Controller for Ctcp {
             // drains: pace at the gain over the fastest rate measured, and
             // not at all before there is one.
             return match self.max_rate {
+                Some(_) if self.burst_left > 0 && self.measured => Some(u64::MAX),
+                Some(max) if self.config.probe_burst > 0 && self.measured => Some(max.max(1)),
                 Some(max) => {
                     let rate = self.config.startup_pacing_gain * by_window.max(max as f64);
                     Some((rate as u64).max(1))

@@ -23,7 +23,8 @@ use crate::protection::{
     PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
 };
 use crate::recovery::{
-    Feedback, LossEstimate, LossEstimator, RedundancyScheme, RepairRange, RepairReason,
+    Feedback, Flight, Horizon, LossEstimate, LossEstimator, RedundancyScheme, RepairRange,
+    RepairReason,
 };
 use crate::rtt::RttEstimator;
 use crate::wire::{
@@ -109,6 +110,11 @@ const MAX_PROBE_GROWTH: u32 = 4;
 /// symbols before them had a round trip or more of proactive repair behind
 /// them; counting them too would size the tail for what is already covered.
 const TAIL_SPAN: u64 = 256;
+/// The narrowest span of a proactive repair, in source symbols, when the
+/// configuration allows it (see `Connection::repair_span`): on a short path
+/// a round trip carries few symbols, and a narrower window would need a
+/// wider margin for the same residual.
+const MIN_REPAIR_SPAN: u64 = 256;
 /// Longest a connection lingers after a close to absorb the peer's
 /// packets, in PTOs.
 const DRAIN_PTOS: u32 = 3;
@@ -506,7 +512,7 @@ impl Connection {
             min_rtt: self.rtt.min(),
             loss_rate: estimate.rate,
             loss_burst: estimate.burst,
-            redundancy: self.scheme.proactive_ratio(&estimate),
+            redundancy: self.scheme.proactive_ratio(&estimate, &self.horizon()),
             cwnd: self.controller.window(),
             pacing_rate: self.pacing_rate(),
             bytes_in_flight: self.sent.bytes_in_flight,
@@ -670,6 +676,7 @@ impl Connection {
                         deficit,
                         repairs_in_flight: 0,
                         decoded_through: self.peer_decoded_through,
+                        covered: None,
                     };
                     self.reactive_owed = self
                         .reactive_owed
@@ -708,6 +715,42 @@ impl Connection {
         } else {
             self.timers[Timer::Probe as usize] = None;
         }
+    }
+
+    /// How many of the newest source symbols a proactive repair covers: the
+    /// symbols a round trip carries (the congestion window in datagrams), so
+    /// that the repairs of a whole flight can make up any loss in it, within
+    /// [`MIN_REPAIR_SPAN`] and [`TransportConfig::max_repair_span`]: the
+    /// coding cost per repair grows with the span.
+    fn repair_span(&self) -> u64 {
+        let max = u64::from(self.config.max_repair_span);
+        let flight = self.controller.window() / u64::from(self.config.max_datagram).max(1);
+        flight.clamp(MIN_REPAIR_SPAN.min(max), max)
+    }
+
+    /// What proactive repair is sized for now.
+    fn horizon(&self) -> Horizon {
+        Horizon {
+            span: self.repair_span(),
+            rtt: self.rtt.smoothed(),
+        }
+    }
+
+    /// What is in flight, if every repair in flight covers the peer's first
+    /// unknown symbol and every source symbol in flight: so it is when the
+    /// symbols the peer has not decoded fit in one repair span, since a
+    /// proactive repair covers the span before it and the wide ones reach
+    /// back to the first unknown symbol.
+    fn flight_covering_gaps(&self) -> Option<Flight> {
+        let encoder = self.encoder.as_ref()?;
+        let unconfirmed = encoder
+            .next_id()
+            .0
+            .saturating_sub(self.peer_decoded_through.0);
+        (unconfirmed <= self.repair_span()).then(|| Flight {
+            sources: self.sent.sources_in_flight,
+            repairs: self.sent.repairs_in_flight + self.sent.proactive_in_flight,
+        })
     }
 
     /// Source symbols sent that the peer has not yet reported decoded.
@@ -1068,9 +1111,10 @@ impl Connection {
         self.symbol_scratch = symbol;
         self.stats.source_symbols_sent += 1;
         let estimate = self.loss.estimate();
-        self.repair_credit = self
-            .scheme
-            .credit_after_source(id, self.repair_credit, &estimate);
+        let horizon = self.horizon();
+        self.repair_credit =
+            self.scheme
+                .credit_after_source(id, self.repair_credit, &estimate, &horizon);
         // More data followed: the tail was not the end after all.
         self.tail_owed = 0;
         self.tail_armed = true;
@@ -1122,6 +1166,7 @@ impl Connection {
     /// redundancy scheme plans (the default: the newest symbols held for
     /// proactive repair, the peer's oldest gaps otherwise).
     fn build_repair(&mut self, now: Instant, reason: RepairReason) -> Option<Transmit> {
+        let span = self.repair_span();
         let encoder = self.encoder.as_mut()?;
         if encoder.next_id() == encoder.oldest() {
             return None;
@@ -1130,7 +1175,7 @@ impl Connection {
             oldest: encoder.oldest(),
             next: encoder.next_id(),
             peer_end: self.peer_end,
-            max_span: u64::from(self.config.max_repair_span),
+            max_span: span,
         };
         let plan = self.scheme.plan_repair(reason, &range)?;
         let key = RepairKey(self.next_repair_key);
@@ -1659,6 +1704,7 @@ impl Connection {
                 deficit: state.missing.saturating_sub(state.rank),
                 repairs_in_flight: self.sent.repairs_in_flight,
                 decoded_through: self.peer_decoded_through,
+                covered: self.flight_covering_gaps(),
             };
             let mut owed = self.scheme.reactive_repairs(&feedback, &estimate);
             if owed > 0 && !self.streams.has_pending() {
@@ -1678,7 +1724,7 @@ impl Connection {
                     min_rtt: self.rtt.min().as_secs_f64(),
                     loss_rate: estimate.rate,
                     burst: estimate.burst,
-                    redundancy: self.scheme.proactive_ratio(&estimate),
+                    redundancy: self.scheme.proactive_ratio(&estimate, &self.horizon()),
                     peer_decoded_through: self.peer_decoded_through.0,
                     peer_missing: self.peer_missing,
                     peer_rank: self.peer_rank,

@@ -42,6 +42,10 @@ pub(crate) struct SentPackets {
     /// Repairs in flight that cover the peer's oldest gaps: proactive ones
     /// over recent symbols do not count, they answer recent losses.
     pub(crate) repairs_in_flight: u64,
+    /// Source symbols in flight.
+    pub(crate) sources_in_flight: u64,
+    /// Proactive repairs in flight.
+    pub(crate) proactive_in_flight: u64,
     pub(crate) ack_eliciting_in_flight: u64,
 }
 
@@ -59,8 +63,11 @@ impl SentPackets {
         if packet.in_flight {
             self.bytes_in_flight += packet.size;
             self.ack_eliciting_in_flight += 1;
-            if packet.carried == Carried::WideRepair {
-                self.repairs_in_flight += 1;
+            match packet.carried {
+                Carried::WideRepair => self.repairs_in_flight += 1,
+                Carried::Repair => self.proactive_in_flight += 1,
+                Carried::Source => self.sources_in_flight += 1,
+                Carried::Other => {}
             }
         }
         self.packets.insert(number, packet);
@@ -70,8 +77,11 @@ impl SentPackets {
         if packet.in_flight {
             self.bytes_in_flight -= packet.size;
             self.ack_eliciting_in_flight -= 1;
-            if packet.carried == Carried::WideRepair {
-                self.repairs_in_flight -= 1;
+            match packet.carried {
+                Carried::WideRepair => self.repairs_in_flight -= 1,
+                Carried::Repair => self.proactive_in_flight -= 1,
+                Carried::Source => self.sources_in_flight -= 1,
+                Carried::Other => {}
             }
         }
     }

@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, VecDeque};
 use ltx_coding::codec::Code;
 use ltx_coding::SymbolId;
 
-use super::scheme::{window_between, Feedback, RepairPlan, RepairRange, RepairReason};
+use super::scheme::{window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason};
 use super::{LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme};
 
 /// How a block's proactive repairs are sized from the loss estimate.
@@ -181,11 +181,17 @@ impl RedundancyScheme for BlockScheme {
         "blocks"
     }
 
-    fn proactive_ratio(&self, estimate: &LossEstimate) -> f64 {
+    fn proactive_ratio(&self, estimate: &LossEstimate, _horizon: &Horizon) -> f64 {
         self.ratio(estimate)
     }
 
-    fn credit_after_source(&mut self, id: SymbolId, credit: f64, estimate: &LossEstimate) -> f64 {
+    fn credit_after_source(
+        &mut self,
+        id: SymbolId,
+        credit: f64,
+        estimate: &LossEstimate,
+        _horizon: &Horizon,
+    ) -> f64 {
         if (id.0 + 1).is_multiple_of(self.block_len()) {
             credit + self.block_len() as f64 * self.ratio(estimate)
         } else {

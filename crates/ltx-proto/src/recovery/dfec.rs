@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, VecDeque};
 use ltx_coding::codec::Code;
 use ltx_coding::{SymbolId, Window};
 
-use super::scheme::{gap_window, Feedback, RepairPlan, RepairRange, RepairReason};
+use super::scheme::{gap_window, Feedback, Horizon, RepairPlan, RepairRange, RepairReason};
 use super::{LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme};
 
 /// The configuration of a [`DfecScheme`].
@@ -310,11 +310,17 @@ impl RedundancyScheme for DfecScheme {
         "dfec"
     }
 
-    fn proactive_ratio(&self, _estimate: &LossEstimate) -> f64 {
+    fn proactive_ratio(&self, _estimate: &LossEstimate, _horizon: &Horizon) -> f64 {
         self.ratio
     }
 
-    fn credit_after_source(&mut self, id: SymbolId, credit: f64, _estimate: &LossEstimate) -> f64 {
+    fn credit_after_source(
+        &mut self,
+        id: SymbolId,
+        credit: f64,
+        _estimate: &LossEstimate,
+        _horizon: &Horizon,
+    ) -> f64 {
         let first = *self.open.get_or_insert(id.0);
         let group = self.groups.entry(first).or_insert(Group {
             len: 0,

@@ -20,6 +20,7 @@ pub use dfec::{DfecConfig, DfecScheme};
 pub use loss_estimator::{LossEstimate, LossEstimator};
 pub use redundancy::{RedundancyConfig, RedundancyPolicy};
 pub use scheme::{
-    Feedback, RedundancyScheme, RepairPlan, RepairRange, RepairReason, SchemeConfig, REACTIVE_SPAN,
+    Feedback, Flight, Horizon, RedundancyScheme, RepairPlan, RepairRange, RepairReason,
+    SchemeConfig, REACTIVE_SPAN,
 };
 pub use whole_block::{WholeBlockConfig, WholeBlockScheme};

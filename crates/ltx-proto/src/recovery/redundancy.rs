@@ -3,77 +3,103 @@
 //!
 //! # The proactive ratio
 //!
-//! Take a window of `n` source symbols sent with `k` repair symbols, so
-//! `m = n + k` packets, each lost with probability `p`. The window decodes
-//! without feedback if at most `k` of the `m` packets are lost. The loss count
-//! `X` has mean `m·p` and variance `m·p·(1−p)·F`, where `F` is the variance
-//! factor of the loss process: 1 for independent losses and, for a
-//! Gilbert–Elliott channel with mean burst `E` (loss certain in the bad state,
-//! none in the good one), `F = 2·E·(1−p) − 1` (the lag-`k` correlation of the
-//! loss indicator is `λ^k` with `λ = 1 − 1/(E·(1−p))`, and
-//! `1 + 2·Σλ^k = 2·E·(1−p) − 1`). An independent channel has mean run
-//! length `1/(1−p)`, for which that expression is 1, so the measured burst `B`
-//! gives `F = max(1, 2·B·(1−p) − 1)` for both.
+//! A proactive repair covers the last `n` source symbols sent (the *span*,
+//! which the connection sets from the symbols one round trip carries, see
+//! [`TransportConfig::max_repair_span`]), so a loss can be made up by the
+//! repairs that follow it within `n` symbols, and only by feedback after
+//! that, a round trip or more later. The ratio is sized so that a window of
+//! `n` source symbols sent with `k` repair symbols, `m = n + k` packets, needs
+//! feedback with probability about `target_residual`.
+//!
+//! Each packet is lost with probability `p`. The loss count `X` of the window
+//! has two sources of spread:
+//! - the channel: variance `m·p·(1−p)·F`, where `F` is the variance factor
+//!   of the loss process: 1 for independent losses and, for a
+//!   Gilbert–Elliott channel with mean burst `E` (loss certain in the bad
+//!   state, none in the good one), `F = 2·E·(1−p) − 1` (the lag-`k`
+//!   correlation of the loss indicator is `λ^k` with `λ = 1 − 1/(E·(1−p))`,
+//!   and `1 + 2·Σλ^k = 2·E·(1−p) − 1`). An independent channel has mean run
+//!   length `1/(1−p)`, for which that expression is 1, so the measured burst
+//!   `B` gives `F = max(1, 2·B·(1−p) − 1)` for both;
+//! - the estimate: `p` is itself measured, from `N` fates, with standard
+//!   error `σ_p = √(p·(1−p) / N)`; an error of the rate moves the whole
+//!   window, variance `m²·σ_p²`. Early in a connection it dominates: the
+//!   first full flight is sized from the fates of the first packets (the
+//!   connection's start probes and initial window), and one that comes out
+//!   low leaves a whole flight short, every byte after the first gap
+//!   waiting a round trip for feedback. `N` counts at most the effective
+//!   size of the estimator's exponential window, `2·W − 1` for a window of
+//!   `W` packets ([`DEFAULT_WINDOW`]), at least `MIN_SAMPLES`. The error of
+//!   a bursty estimate is larger than the binomial one, but its windows
+//!   already carry the `F` margin, and scaling the error by `F` as well
+//!   cost 3 to 6 % more wire bytes on the bursty long-delay cells of the
+//!   seed tables for no gain in time.
 //!
 //! With `z = Φ⁻¹(1 − target_residual)`, the normal approximation asks
-//! `m·p + z·√(m·p·(1−p)·F) ≤ m − n`. Writing `x = √m` and `s = √(p·(1−p)·F)`,
-//! this is the quadratic `(1−p)·x² − z·s·x − n ≥ 0`, so
+//! `m·(1−p) − n ≥ z·√(m·b + m²·c)` with `b = p·(1−p)·F`, `c = σ_p²`.
+//! Squared, with `a = 1 − p`, that is the quadratic
 //!
 //! ```text
-//! x = (z·s + √(z²·s² + 4·(1−p)·n)) / (2·(1−p)),   ratio = x²/n − 1
+//! (a² − z²·c)·m² − (2·a·n + z²·b)·m + n² ≥ 0,
+//! m = (2an + z²b + √((2an + z²b)² − 4·(a² − z²c)·n²)) / (2·(a² − z²c))
 //! ```
 //!
-//! which is `p/(1−p)` plus a margin that shrinks as `1/√n`: the repair per
-//! source symbol never falls below the erasure channel's minimum. The ratio is
-//! capped at `max_ratio`.
+//! and `ratio = m/n − 1`: `p/(1−p)` plus a margin that shrinks as `1/√n`
+//! and as the estimate matures, never below the erasure channel's minimum.
+//! The ratio is capped at `max_ratio` (also when `z·σ_p ≥ 1 − p`, where no
+//! finite window would do).
 //!
-//! The window `n` is the span over which a deficit must be made up before
-//! feedback can ask for more; by default [`RedundancyConfig::window`] (4096
-//! symbols, about one RTT and a half of a 50 Mbit/s, 600 ms path: a deficit
-//! is made up by the next repairs or by reactive repair, so the margin need
-//! not cover a short window), or the caller's own
-//! figure through [`RedundancyPolicy::proactive_ratio_over`]. A small window
-//! needs a large margin: at `p = 0.2`, `target_residual = 0.1` (the
-//! default: reactive repair answers the rest within a round trip), `n = 64`
-//! asks for a ratio of 0.343, `n = 4096` for 0.261.
+//! The sliding window leaves a fraction `repair_delay_budget / RTT` of its
+//! spans to feedback (see [`RedundancyConfig::repair_delay_budget`]). At
+//! `p = 0.2`, independent losses and the default budget of 60 ms: on a
+//! 600 ms path (10 %) a span of 1024 asks for a ratio of 0.276 with a
+//! mature estimate, 0.321 after 160 fates and 0.412 after 32; on a path of
+//! 120 ms or less (50 %) for the channel's minimum, 0.25, and feedback
+//! makes up what a span lacks a round trip later.
 //!
-//! # A young estimate
-//!
-//! `p` is itself a measurement. The first full flight of a connection is
-//! sized from the fates of a few dozen packets, and an estimate that comes
-//! out low leaves that flight short by dozens of equations: only feedback
-//! can make them up, a round trip later and behind whatever queue the
-//! start-up built, and every byte after the first gap waits for it. So the
-//! ratio is sized for `p + k·√(p·(1−p) / samples)` with `k` =
-//! `ESTIMATE_ERRORS` (0.64, the same `z`-sized margin halved): at
-//! `p = 0.2`, `n = 4096`, 0.338 after 32 fates, 0.270 after 2048 and 0.265
-//! after 10 000. The term fades as the estimate matures, and a path that
-//! has lost nothing still gets no repair. It is the standard error of
-//! independent losses: a bursty estimate errs more, but its flights already
-//! carry the `F` margin, and multiplying the error by `F` as well cost 1 to
-//! 4 % more overhead across the bursty cells of the seed tables.
+//! [`TransportConfig::max_repair_span`]: crate::TransportConfig::max_repair_span
+//! [`DEFAULT_WINDOW`]: super::loss_estimator::DEFAULT_WINDOW
 
-use super::{LossEstimate, SchemeConfig};
+use super::loss_estimator::DEFAULT_WINDOW;
+use std::time::Duration;
+
+use super::scheme::Horizon;
+use super::{Flight, LossEstimate, SchemeConfig};
 
 /// The loss rate above which the policy stops trying: repair for a path that
 /// loses almost everything would be unbounded.
 const MAX_RATE: f64 = 0.95;
-
-/// Standard errors of the loss estimate added to it before proactive
-/// repair is sized (see the module documentation).
-const ESTIMATE_ERRORS: f64 = 0.64;
 
 /// The fewest fates the standard error of a loss estimate is taken over:
 /// the first estimates count fates not yet committed, which `samples` leaves
 /// out.
 const MIN_SAMPLES: u64 = 32;
 
+/// The fewest and most windows of a span that the sliding window leaves to
+/// feedback, whatever the round trip (see
+/// [`RedundancyConfig::repair_delay_budget`]).
+const RESIDUAL_RANGE: (f64, f64) = (0.01, 0.5);
+
 /// The configuration of a [`RedundancyPolicy`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RedundancyConfig {
-    /// The fraction of windows allowed to need reactive repair (default
-    /// 0.1).
+    /// The fraction of windows allowed to need reactive repair, for
+    /// windows of a fixed size: the seeds' blocks ([`proactive_ratio_over`];
+    /// default 0.1).
+    ///
+    /// [`proactive_ratio_over`]: RedundancyPolicy::proactive_ratio_over
     pub target_residual: f64,
+    /// What waiting for feedback may add, on average, to the delivery of a
+    /// span of the sliding window: a span that its proactive repairs leave
+    /// short waits a round trip for feedback, so the fraction of spans left
+    /// to it is this budget over the round trip, between 1 % and 50 %
+    /// (default 60 ms: 10 % at 600 ms, half at 120 ms and less). Where the
+    /// round trip is short, feedback is cheaper than the margin that would
+    /// spare it; where it is long, the margin is cheaper, and the span
+    /// longer (see [`proactive_ratio_for`]).
+    ///
+    /// [`proactive_ratio_for`]: RedundancyPolicy::proactive_ratio_for
+    pub repair_delay_budget: Duration,
     /// The cap on proactive repair symbols per source symbol.
     pub max_ratio: f64,
     /// The fraction added on top of the expected need in reactive repair.
@@ -81,8 +107,6 @@ pub struct RedundancyConfig {
     /// Repair symbols added to any non-zero reactive answer, so that a small
     /// deficit is not missed by rounding or by the loss of its only repair.
     pub reactive_extra: u64,
-    /// The window of source symbols the proactive ratio is sized for.
-    pub window: u64,
     /// The scheme that spends these numbers: ltx's sliding window by
     /// default, or one of the seeds' (see [`SchemeConfig`]).
     pub scheme: SchemeConfig,
@@ -92,10 +116,10 @@ impl Default for RedundancyConfig {
     fn default() -> Self {
         Self {
             target_residual: 0.1,
+            repair_delay_budget: Duration::from_millis(60),
             max_ratio: 1.5,
             reactive_margin: 0.1,
             reactive_extra: 1,
-            window: 4096,
             scheme: SchemeConfig::SlidingWindow,
         }
     }
@@ -131,28 +155,46 @@ impl RedundancyPolicy {
         &self.config
     }
 
-    /// Repair symbols per source symbol to send ahead of loss, over the
-    /// configured window; 0 on a path that has lost nothing.
-    pub fn proactive_ratio(&self, est: &LossEstimate) -> f64 {
-        self.proactive_ratio_over(est, self.config.window)
-    }
-
     /// Repair symbols per source symbol to send ahead of loss, sized so that
     /// a window of `window` source symbols needs reactive repair with
     /// probability about `target_residual` (see the module documentation).
     pub fn proactive_ratio_over(&self, est: &LossEstimate, window: u64) -> f64 {
+        self.ratio(est, window, self.z)
+    }
+
+    /// Repair symbols per source symbol to send ahead of loss by the sliding
+    /// window: sized so that a span of `horizon.span` source symbols needs
+    /// reactive repair with probability `repair_delay_budget / rtt` (see
+    /// [`RedundancyConfig::repair_delay_budget`] and the module
+    /// documentation).
+    pub fn proactive_ratio_for(&self, est: &LossEstimate, horizon: &Horizon) -> f64 {
+        let z = inverse_normal_cdf(1.0 - self.residual_for(horizon.rtt));
+        self.ratio(est, horizon.span, z)
+    }
+
+    /// The fraction of spans left to feedback over a round trip of `rtt`.
+    fn residual_for(&self, rtt: Duration) -> f64 {
+        let budget = self.config.repair_delay_budget.as_secs_f64();
+        let rtt = rtt.as_secs_f64();
+        let (low, high) = RESIDUAL_RANGE;
+        if rtt <= 0.0 {
+            return high;
+        }
+        (budget / rtt).clamp(low, high)
+    }
+
+    fn ratio(&self, est: &LossEstimate, window: u64, z: f64) -> f64 {
         let Some(p) = usable_rate(est) else {
             return 0.0;
         };
         let n = window.max(1) as f64;
-        let f = variance_factor(est, p);
-        let p = self.rate_bound(est, p);
-        let m = self.packets_for(n, p, f);
+        let cap = self.config.max_ratio.max(0.0);
         // The cap wins over the channel minimum: past it the path is hopeless
         // for proactive repair and feedback must do the rest.
-        (m / n - 1.0)
-            .max(p / (1.0 - p))
-            .min(self.config.max_ratio.max(0.0))
+        match packets_for(n, p, est, z) {
+            Some(m) => (m / n - 1.0).max(p / (1.0 - p)).min(cap),
+            None => cap,
+        }
     }
 
     /// How many repair symbols to send now after the receiver reported
@@ -181,6 +223,37 @@ impl RedundancyPolicy {
         (need as u64).saturating_add(self.config.reactive_extra)
     }
 
+    /// How many repair symbols to send after the receiver reported
+    /// `deficit` missing equations, when every repair in `flight` covers its
+    /// first unknown symbol and every source symbol in flight (see
+    /// [`Feedback::covered`]): what the flight will bring is set against
+    /// what it will lose, `D + p·S − (1−p)·R` equations short, and the
+    /// answer is what makes up that expectation. Proactive repairs in flight
+    /// are counted: they were sized for the flight's losses, with their
+    /// margin, and cover the gap, so answering the whole deficit again would
+    /// send what they carry (at 20 ms and 20 % loss, answering it in full
+    /// sent a tenth of all repairs for nothing).
+    ///
+    /// [`Feedback::covered`]: super::Feedback::covered
+    pub fn reactive_repairs_covered(
+        &self,
+        deficit: u64,
+        flight: &Flight,
+        est: &LossEstimate,
+    ) -> u64 {
+        if deficit == 0 {
+            return 0;
+        }
+        let p = usable_rate(est).unwrap_or(0.0);
+        let (sources, repairs) = (flight.sources as f64, flight.repairs as f64);
+        let short = deficit as f64 + p * sources - (1.0 - p) * repairs;
+        if short <= 0.0 {
+            return 0;
+        }
+        // `as` saturates.
+        (short / (1.0 - p)).ceil() as u64
+    }
+
     /// How many repair symbols to send for the tail of a transfer: the sender
     /// has no new data and `unconfirmed` source symbols are in flight.
     ///
@@ -198,27 +271,30 @@ impl RedundancyPolicy {
             return 0;
         };
         let n = unconfirmed as f64;
-        let m = self.packets_for(n, p, variance_factor(est, p));
         let cap = (n * self.config.max_ratio.max(0.0)).ceil();
-        ((m - n).ceil().min(cap) as u64).max(1)
+        let extra = packets_for(n, p, est, self.z).map_or(cap, |m| (m - n).ceil());
+        (extra.min(cap) as u64).max(1)
     }
+}
 
-    /// The loss rate proactive repair is sized for: the estimate `p` plus
-    /// [`ESTIMATE_ERRORS`] standard errors of it, `√(p·(1−p) / samples)`
-    /// (see the module documentation).
-    fn rate_bound(&self, est: &LossEstimate, p: f64) -> f64 {
-        let samples = est.samples.max(MIN_SAMPLES) as f64;
-        let bound = p + ESTIMATE_ERRORS * (p * (1.0 - p) / samples).sqrt();
-        bound.min(MAX_RATE)
+/// The `m` of the module documentation: packets to send for `n` source
+/// symbols at loss rate `p`, with the channel's and the estimate's
+/// spread, for a quantile `z`; `None` where the estimate is too uncertain
+/// for any.
+fn packets_for(n: f64, p: f64, est: &LossEstimate, z: f64) -> Option<f64> {
+    let f = variance_factor(est, p);
+    let samples = est.samples.clamp(MIN_SAMPLES, 2 * DEFAULT_WINDOW) as f64;
+    let a = 1.0 - p;
+    let b = p * (1.0 - p) * f;
+    let c = p * (1.0 - p) / samples;
+    let z2 = z * z;
+    let lead = a * a - z2 * c;
+    if lead <= 0.0 {
+        return None;
     }
-
-    /// The `m` of the module documentation: packets to send for `n` source
-    /// symbols at loss rate `p` and variance factor `f`.
-    fn packets_for(&self, n: f64, p: f64, f: f64) -> f64 {
-        let zs = self.z * (p * (1.0 - p) * f).sqrt();
-        let x = (zs + (zs * zs + 4.0 * (1.0 - p) * n).sqrt()) / (2.0 * (1.0 - p));
-        x * x
-    }
+    let linear = 2.0 * a * n + z2 * b;
+    let discriminant = linear * linear - 4.0 * lead * n * n;
+    Some((linear + discriminant.max(0.0).sqrt()) / (2.0 * lead))
 }
 
 /// The estimate's rate, capped below 1, or None on a clean path.
@@ -293,6 +369,8 @@ fn inverse_normal_cdf(q: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
@@ -307,39 +385,110 @@ mod tests {
         }
     }
 
+    /// A mature estimate: its standard error is negligible.
+    fn mature(rate: f64, burst: f64) -> LossEstimate {
+        LossEstimate {
+            rate,
+            burst,
+            samples: 1 << 40,
+        }
+    }
+
+    fn horizon(span: u64, rtt_ms: u64) -> Horizon {
+        Horizon {
+            span,
+            rtt: Duration::from_millis(rtt_ms),
+        }
+    }
+
     #[test]
     fn documented_figures() {
-        // A mature estimate: its standard error is negligible.
         let policy = RedundancyPolicy::default();
-        let est = LossEstimate {
-            rate: 0.2,
-            burst: 1.25,
-            samples: 1 << 40,
-        };
+        let est = mature(0.2, 1.25);
+        // Fixed windows at the default residual of 10 %.
         let r64 = policy.proactive_ratio_over(&est, 64);
-        let r4096 = policy.proactive_ratio(&est);
-        assert!((r64 - 0.343).abs() < 0.002, "{r64}");
-        assert!((r4096 - 0.261).abs() < 0.002, "{r4096}");
+        let r1024 = policy.proactive_ratio_over(&est, 1024);
+        assert!((r64 - 0.344).abs() < 0.002, "{r64}");
+        assert!((r1024 - 0.276).abs() < 0.002, "{r1024}");
+        // The sliding window at 600 ms leaves the same 10 % to feedback.
+        let slide = policy.proactive_ratio_for(&est, &horizon(1024, 600));
+        assert!((slide - r1024).abs() < 1e-9, "{slide}");
+        // At 120 ms and less, half: the channel's minimum.
+        for rtt in [20, 120] {
+            let r = policy.proactive_ratio_for(&est, &horizon(1024, rtt));
+            assert!((r - 0.25).abs() < 1e-9, "{rtt} ms: {r}");
+        }
     }
 
     #[test]
     fn a_young_estimate_buys_a_margin_that_fades() {
-        // The figures of the module documentation's "A young estimate".
+        // The figures of the module documentation.
         let policy = RedundancyPolicy::default();
         let ratio_after = |samples| {
-            policy.proactive_ratio(&LossEstimate {
+            let est = LossEstimate {
                 rate: 0.2,
                 burst: 1.25,
                 samples,
-            })
+            };
+            policy.proactive_ratio_for(&est, &horizon(1024, 600))
         };
-        for (samples, want) in [(32, 0.338), (2048, 0.270), (10_000, 0.265)] {
+        for (samples, want) in [(32, 0.412), (160, 0.321), (2048, 0.279)] {
             let got = ratio_after(samples);
             assert!((got - want).abs() < 0.002, "{samples} fates: {got}");
         }
-        // Fewer fates than the floor count as the floor.
+        // Fewer fates than the floor count as the floor; more than the
+        // estimator's window holds count as the window.
         assert_eq!(ratio_after(0), ratio_after(MIN_SAMPLES));
+        assert_eq!(ratio_after(1 << 20), ratio_after(2 * DEFAULT_WINDOW));
         // A clean path still pays nothing, however young.
-        assert_eq!(policy.proactive_ratio(&LossEstimate::CLEAN), 0.0);
+        let clean = policy.proactive_ratio_for(&LossEstimate::CLEAN, &horizon(1024, 600));
+        assert_eq!(clean, 0.0);
+    }
+
+    #[test]
+    fn the_residual_follows_the_delay_budget_within_its_range() {
+        let policy = RedundancyPolicy::default();
+        let residual = |ms| policy.residual_for(Duration::from_millis(ms));
+        assert!((residual(600) - 0.1).abs() < 1e-12);
+        assert_eq!(residual(20), RESIDUAL_RANGE.1);
+        assert_eq!(residual(60_000), RESIDUAL_RANGE.0);
+        assert_eq!(policy.residual_for(Duration::ZERO), RESIDUAL_RANGE.1);
+        // A longer round trip buys more margin, never less.
+        let est = mature(0.1, 1.1);
+        let mut last = 0.0;
+        for rtt in [10, 100, 200, 400, 800, 3000, 10_000] {
+            let r = policy.proactive_ratio_for(&est, &horizon(1024, rtt));
+            assert!(r >= last, "{rtt} ms: {r} < {last}");
+            last = r;
+        }
+    }
+
+    #[test]
+    fn an_answer_to_a_covered_flight_counts_what_it_carries() {
+        let policy = RedundancyPolicy::default();
+        let est = mature(0.2, 1.25);
+        let flight = |sources, repairs| Flight { sources, repairs };
+        // 100 sources in flight lose 20 in expectation; 30 repairs bring 24:
+        // 4 to spare against a deficit of 3, nothing to send.
+        assert_eq!(
+            policy.reactive_repairs_covered(3, &flight(100, 30), &est),
+            0
+        );
+        // A deficit of 10: 6 short, ⌈6 / 0.8⌉ = 8.
+        assert_eq!(
+            policy.reactive_repairs_covered(10, &flight(100, 30), &est),
+            8
+        );
+        // Nothing in flight: the deficit itself, ⌈10 / 0.8⌉ = 13.
+        assert_eq!(policy.reactive_repairs_covered(10, &flight(0, 0), &est), 13);
+        // No deficit, no answer, whatever is in flight.
+        assert_eq!(
+            policy.reactive_repairs_covered(0, &flight(1000, 0), &est),
+            0
+        );
+        assert_eq!(
+            policy.reactive_repairs_covered(u64::MAX, &flight(0, 0), &est),
+            u64::MAX
+        );
     }
 }

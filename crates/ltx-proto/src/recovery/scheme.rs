@@ -20,6 +20,7 @@
 //! byte says its coefficients are all 1.
 
 use std::fmt;
+use std::time::Duration;
 
 use ltx_coding::codec::Code;
 use ltx_coding::{SymbolId, Window};
@@ -76,6 +77,16 @@ pub struct RepairPlan {
     pub code: Code,
 }
 
+/// What proactive repair is sized for: the source symbols a sliding-window
+/// repair covers, and the round trip feedback takes to make up a shortfall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Horizon {
+    /// The newest source symbols a proactive repair covers.
+    pub span: u64,
+    /// The smoothed round-trip time.
+    pub rtt: Duration,
+}
+
 /// What the peer's latest acknowledgement says about its decoder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Feedback {
@@ -86,6 +97,19 @@ pub struct Feedback {
     pub repairs_in_flight: u64,
     /// The peer's first unknown source symbol.
     pub decoded_through: SymbolId,
+    /// What is in flight, when every repair in flight covers the peer's
+    /// first unknown symbol and every source symbol in flight: then what
+    /// will arrive can be set against the deficit; `None` otherwise.
+    pub covered: Option<Flight>,
+}
+
+/// Symbols in flight, for [`Feedback::covered`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flight {
+    /// Source symbols.
+    pub sources: u64,
+    /// Repair symbols of any kind.
+    pub repairs: u64,
 }
 
 /// A policy that decides on repair for a connection. Every method has the
@@ -100,12 +124,18 @@ pub trait RedundancyScheme: fmt::Debug + Send {
 
     /// Repair symbols per source symbol it sends ahead of loss now, for
     /// statistics and traces.
-    fn proactive_ratio(&self, estimate: &LossEstimate) -> f64;
+    fn proactive_ratio(&self, estimate: &LossEstimate, horizon: &Horizon) -> f64;
 
     /// The proactive credit after source symbol `id` was sent with the
     /// credit at `credit`; one repair is sent per whole unit of credit,
     /// before the next source symbol.
-    fn credit_after_source(&mut self, id: SymbolId, credit: f64, estimate: &LossEstimate) -> f64;
+    fn credit_after_source(
+        &mut self,
+        id: SymbolId,
+        credit: f64,
+        estimate: &LossEstimate,
+        horizon: &Horizon,
+    ) -> f64;
 
     /// How many repairs answer the peer's feedback.
     fn reactive_repairs(&mut self, feedback: &Feedback, estimate: &LossEstimate) -> u64;
@@ -205,24 +235,38 @@ impl RedundancyScheme for RedundancyPolicy {
         "sliding-window"
     }
 
-    fn proactive_ratio(&self, estimate: &LossEstimate) -> f64 {
-        RedundancyPolicy::proactive_ratio(self, estimate)
+    fn proactive_ratio(&self, estimate: &LossEstimate, horizon: &Horizon) -> f64 {
+        RedundancyPolicy::proactive_ratio_for(self, estimate, horizon)
     }
 
-    fn credit_after_source(&mut self, _id: SymbolId, credit: f64, estimate: &LossEstimate) -> f64 {
-        let ratio = RedundancyPolicy::proactive_ratio(self, estimate);
+    fn credit_after_source(
+        &mut self,
+        _id: SymbolId,
+        credit: f64,
+        estimate: &LossEstimate,
+        horizon: &Horizon,
+    ) -> f64 {
+        let ratio = RedundancyPolicy::proactive_ratio_for(self, estimate, horizon);
         // Banked credit is bounded, so that a burst of proactive repairs
         // after a window-limited stretch stays short.
         (credit + ratio).min(ratio.max(1.0) * 4.0)
     }
 
     fn reactive_repairs(&mut self, feedback: &Feedback, estimate: &LossEstimate) -> u64 {
-        RedundancyPolicy::reactive_repairs(
-            self,
-            feedback.deficit,
-            feedback.repairs_in_flight,
-            estimate,
-        )
+        match feedback.covered {
+            Some(flight) => RedundancyPolicy::reactive_repairs_covered(
+                self,
+                feedback.deficit,
+                &flight,
+                estimate,
+            ),
+            None => RedundancyPolicy::reactive_repairs(
+                self,
+                feedback.deficit,
+                feedback.repairs_in_flight,
+                estimate,
+            ),
+        }
     }
 
     fn tail_repairs(&self, unconfirmed: u64, _next: SymbolId, estimate: &LossEstimate) -> u64 {

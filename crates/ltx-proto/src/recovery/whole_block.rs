@@ -48,7 +48,7 @@
 use ltx_coding::codec::Code;
 use ltx_coding::SymbolId;
 
-use super::scheme::{window_between, Feedback, RepairPlan, RepairRange, RepairReason};
+use super::scheme::{window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason};
 use super::{LossEstimate, RedundancyScheme};
 
 /// Repairs owed at the tail of a block: more than any window holds, so that
@@ -95,11 +95,17 @@ impl RedundancyScheme for WholeBlockScheme {
         "whole-block"
     }
 
-    fn proactive_ratio(&self, _estimate: &LossEstimate) -> f64 {
+    fn proactive_ratio(&self, _estimate: &LossEstimate, _horizon: &Horizon) -> f64 {
         0.0
     }
 
-    fn credit_after_source(&mut self, _id: SymbolId, credit: f64, _estimate: &LossEstimate) -> f64 {
+    fn credit_after_source(
+        &mut self,
+        _id: SymbolId,
+        credit: f64,
+        _estimate: &LossEstimate,
+        _horizon: &Horizon,
+    ) -> f64 {
         credit
     }
 
