@@ -8,8 +8,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 /// The long-delay path of the seed tables: a span of 1024 source symbols and
-/// 600 ms of round trip, where the sliding window leaves 10 % of its spans
-/// to feedback.
+/// 600 ms of round trip, where the sliding window leaves a fifth of its
+/// spans to feedback.
 const LONG: Horizon = Horizon {
     span: 1024,
     rtt: Duration::from_millis(600),
@@ -112,7 +112,7 @@ fn tail_repairs_scale_with_loss() {
 
 /// Spans of `n` source symbols sent with `round(ratio·n)` repair symbols
 /// over an independent loss channel: the fraction that lose more than their
-/// repair must be near the residual the delay budget sets (10 % at 600 ms).
+/// repair must be near the residual the delay budget sets (20 % at 600 ms).
 #[test]
 fn monte_carlo_residual_near_target() {
     let config = RedundancyConfig::default();

@@ -345,6 +345,11 @@ const PLATEAU_GROWTH: f64 = 1.1;
 /// than it is.
 const PAIR_OVER_TRAIN: f64 = 3.0;
 
+/// How far above a train's rate, lost slots counted, a pair estimate may go:
+/// enough for a rate the train, sent no faster than the last estimate,
+/// could not show, one round's growth at a time.
+const PAIR_OVER_SLOTS: f64 = 1.25;
+
 /// ACKs that arrive at one instant, for packet-pair dispersion.
 #[derive(Debug, Clone, Copy)]
 struct AckGroup {
@@ -441,18 +446,15 @@ impl PairDispersion {
     }
 
     /// A packet sent at `sent` was declared lost: it took its slot at the
-    /// bottleneck in the gap of the samples whose packets it left among, and
-    /// its bytes count there, shared where several span its send time (at
-    /// a high loss rate, leaving them out would read the bottleneck as
-    /// slower by the share of slots lost).
+    /// bottleneck in the gap of a sample whose packets it left among, and its
+    /// bytes count there (at a high loss rate, leaving them out would read
+    /// the bottleneck as slower by the share of slots lost). Of the samples
+    /// that span its send time, the newest: packets sent at one instant
+    /// cannot be told apart by it, and a loss is declared a few packets after
+    /// its slot, so the newest sample is the nearest.
     fn on_loss(&mut self, sent: Instant, bytes: u64) {
-        let spanning = self.samples.iter().filter(|s| s.spans(sent)).count() as u64;
-        if spanning == 0 {
-            return;
-        }
-        let share = bytes.div_ceil(spanning);
-        for sample in self.samples.iter_mut().filter(|s| s.spans(sent)) {
-            sample.bytes = sample.bytes.saturating_add(share);
+        if let Some(sample) = self.samples.iter_mut().rev().find(|s| s.spans(sent)) {
+            sample.bytes = sample.bytes.saturating_add(bytes);
         }
     }
 
@@ -730,6 +732,8 @@ pub struct Ctcp {
     rounds_without_rate: u32,
     /// The acknowledged rate of the last ACK train that had one.
     last_train_rate: Option<u64>,
+    /// The rate of the last ACK train that had one, lost slots counted.
+    last_train_slots: Option<u64>,
     /// Packet-pair dispersion: the ACK group being gathered (all ACKs at one
     /// instant) and the one before it.
     pairs: PairDispersion,
@@ -775,6 +779,7 @@ impl Ctcp {
             rtt_samples: 0,
             max_rate,
             last_train_rate: None,
+            last_train_slots: None,
             plateau: None,
             rounds_without_rate: 0,
             pairs: PairDispersion::default(),
@@ -863,6 +868,7 @@ impl Ctcp {
             self.last_train_rate = Some(acked);
         }
         if let Some(rate) = train.rate() {
+            self.last_train_slots = Some(rate);
             self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
         }
     }
@@ -871,18 +877,24 @@ impl Ctcp {
     /// last) train: pairs see the bottleneck sooner, but a host that reads
     /// and acknowledges in batches can bunch ACKs, and a pair median then
     /// reads a multiple of the path's rate, while a train's rate spans the
-    /// whole flight and shrugs the bunching off.
+    /// whole flight and shrugs the bunching off. Two caps: by the train's
+    /// acknowledged rate, loose enough for the loss a path may have, and by
+    /// its rate with the lost packets' slots counted, tighter: lost slots
+    /// are placed in the pair samples by send time, which cannot tell apart
+    /// packets sent at one instant, and some samples take more than their
+    /// share.
     fn take_pair_rate(&mut self, rate: u64, rtt: &RttEstimator) {
         self.measured = self.jitter.jitter() <= rtt.min().mul_f64(STEADY_JITTER);
-        let train = self
-            .train
-            .as_ref()
-            .and_then(Train::acked_rate)
-            .or(self.last_train_rate);
-        let rate = match train {
-            Some(train) => rate.min((train as f64 * PAIR_OVER_TRAIN) as u64),
-            None => rate,
-        };
+        let current = self.train.as_ref();
+        let acked = current.and_then(Train::acked_rate).or(self.last_train_rate);
+        let slots = current.and_then(Train::rate).or(self.last_train_slots);
+        let mut rate = rate;
+        if let Some(acked) = acked {
+            rate = rate.min((acked as f64 * PAIR_OVER_TRAIN) as u64);
+        }
+        if let Some(slots) = slots {
+            rate = rate.min((slots as f64 * PAIR_OVER_SLOTS) as u64);
+        }
         self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
     }
 
