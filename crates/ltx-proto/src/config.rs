@@ -74,10 +74,12 @@ pub struct TransportConfig {
     /// once.
     pub ack_frequency: u32,
     /// Widest window, in symbols, a proactive repair symbol covers. The
-    /// span follows the symbols a round trip carries, from 256 up to this
-    /// (default 1024): a wider span needs a thinner margin for the same
-    /// residual, and costs each repair's encoding and decoding in
-    /// proportion.
+    /// span follows the symbols a round trip carries, from 256 (or this, if
+    /// smaller) up to this (default 256): a wider span needs a thinner
+    /// margin for the same residual, and costs each repair's encoding and
+    /// decoding in proportion. At 1024, a 10 MB transfer over 50 Mbit/s,
+    /// 600 ms and 50 % loss took 1.4 s of CPU in the simulator against
+    /// 0.7 s at 256, for a margin 1 to 2 % thinner.
     pub max_repair_span: u16,
     /// The redundancy policy.
     pub redundancy: RedundancyConfig,
@@ -102,7 +104,7 @@ impl Default for TransportConfig {
             initial_rtt: Duration::from_millis(333),
             max_ack_delay: Duration::from_millis(25),
             ack_frequency: 2,
-            max_repair_span: 1024,
+            max_repair_span: 256,
             redundancy: RedundancyConfig::default(),
             congestion: Arc::new(CtcpConfig::default()),
             trace: false,

@@ -7,11 +7,11 @@ use ltx_proto::recovery::{Horizon, LossEstimate, RedundancyConfig, RedundancyPol
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-/// The long-delay path of the seed tables: a span of 1024 source symbols and
-/// 600 ms of round trip, where the sliding window leaves a fifth of its
-/// spans to feedback.
+/// The long-delay path of the seed tables: the default span of 256 source
+/// symbols and 600 ms of round trip, where the sliding window leaves a
+/// fifth of its spans to feedback.
 const LONG: Horizon = Horizon {
-    span: 1024,
+    span: 256,
     rtt: Duration::from_millis(600),
 };
 

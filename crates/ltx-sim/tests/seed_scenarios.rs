@@ -72,26 +72,69 @@ fn twenty_percent_iid_loss_costs_little_over_the_channel_minimum() {
 }
 
 #[test]
-fn twenty_percent_iid_loss_delays_delivery_by_little_more_than_a_round_trip() {
+fn twenty_percent_iid_loss_delays_delivery_by_less_than_a_round_trip() {
     // The goal is delay_p99 within one round trip. A byte that waits for
     // feedback waits a round trip at least, so the goal asks that proactive
-    // repair decode nearly every gap unaided; at 20 % loss and the repair
-    // the overhead bound allows, the decoder still waits out gaps of a few
-    // hundred symbols, and the start-up's queue delays the feedback rounds
-    // that remain. What ltx reaches on this seed is 1.23 round trips
-    // (740 ms; 1.49 s, 2.5 round trips, before the tail's repairs covered
-    // the tail and the first flights were sized for a young estimate's
-    // error): the bound is 1.3 round trips.
+    // repair decode nearly every gap unaided and that no queue stands in
+    // front of the feedback rounds that remain. Start-up sends at the rate
+    // it measured (no standing queue: the p95 queueing delay is 3 to 5 ms),
+    // and the first flights are sized for the young estimate's error: over
+    // seeds 1–8, six keep p99 within a third to two thirds of a round trip;
+    // two had a span whose proactive repair fell short (p99 of 1.13 and
+    // 1.18 round trips: the bytes behind its first gap waited for
+    // feedback). The median must be within one round trip, the worst within
+    // 1.2.
     let p = 0.2;
-    let scenario = long_delay(p, 1.0);
-    let result = run(&scenario);
-    let rtt_ms = scenario.rtt.as_secs_f64() * 1000.0;
+    let mut ratios = Vec::new();
+    for seed in 1..=8 {
+        let scenario = Scenario {
+            seed,
+            ..long_delay(p, 1.0)
+        };
+        let result = run(&scenario);
+        let rtt_ms = scenario.rtt.as_secs_f64() * 1000.0;
+        ratios.push((result.delay_p99_ms / rtt_ms, seed));
+    }
+    ratios.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let median = (ratios[3].0 + ratios[4].0) / 2.0;
     assert!(
-        result.delay_p99_ms <= 1.3 * rtt_ms,
-        "seed {}: delay_p99 {} ms above 1.3 round trips of {rtt_ms} ms",
-        scenario.seed,
-        result.delay_p99_ms
+        median <= 1.0,
+        "median delay_p99 {median:.2} RTT: {ratios:?}"
     );
+    let (worst, seed) = ratios[7];
+    assert!(
+        worst <= 1.2,
+        "seed {seed}: delay_p99 {worst:.2} RTT: {ratios:?}"
+    );
+}
+
+#[test]
+fn start_up_leaves_no_standing_queue_on_the_long_path() {
+    // Start-up sends at the rate the first flight's ACK spacing measured,
+    // with ten datagrams of probe burst per round, instead of pacing above
+    // it until a queue shows: on 50 Mbit/s and 600 ms, the bottleneck's
+    // p95 queueing delay was 287 ms without loss and 250–460 ms at 20 %
+    // (the transfer of 10 MB is mostly start-up). Now a few ms. (At 50 %
+    // loss the pair samples, which place lost slots by send time, read up
+    // to a fifth above the path, and the queue holds that excess: 20 to
+    // 95 ms.)
+    for (p, seed) in [(0.0, 1), (0.05, 1), (0.1, 1), (0.2, 1), (0.2, 2)] {
+        let scenario = Scenario {
+            seed,
+            ..long_delay(p, 1.0)
+        };
+        let result = run(&scenario);
+        assert!(
+            result.queue_delay_p95_ms <= 12.0,
+            "loss {p}, seed {seed}: p95 queueing delay {} ms",
+            result.queue_delay_p95_ms
+        );
+        assert!(
+            ratio(&result) <= 1.35,
+            "loss {p}, seed {seed}: T/T* {}",
+            ratio(&result)
+        );
+    }
 }
 
 #[test]

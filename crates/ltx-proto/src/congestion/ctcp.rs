@@ -1369,4 +1369,48 @@ mod tests {
             path.bdp()
         );
     }
+
+    /// A burst of 64 datagrams sent at one instant crosses a bottleneck
+    /// that takes `gap` per datagram and loses every `lose`-th one after
+    /// it; the ACKs of the others come back spaced by the bottleneck, and
+    /// each loss is declared three datagrams later, as packet-threshold
+    /// detection does. Returns the pairs' median.
+    fn burst_through_lossy_bottleneck(lose: Option<u64>) -> u64 {
+        let start = Instant::now();
+        let sent = start;
+        let gap = Duration::from_micros(200);
+        let mut pairs = PairDispersion::default();
+        let mut lost = Vec::new();
+        for i in 0..64u64 {
+            let at = start + Duration::from_millis(100) + gap * (i as u32);
+            if lose.is_some_and(|k| i % k == k - 1) {
+                lost.push(i);
+            } else {
+                pairs.on_ack(at, sent, 1200);
+            }
+            // Losses three slots back are declared by this ACK.
+            if let Some(pos) = lost.iter().position(|&l| l + 3 == i) {
+                lost.remove(pos);
+                pairs.on_loss(sent, 1200);
+            }
+        }
+        pairs.take_median().expect("enough samples")
+    }
+
+    #[test]
+    fn pair_samples_count_the_slots_of_lost_packets() {
+        // 1200 bytes per 200 µs: 6 MB/s.
+        let clean = burst_through_lossy_bottleneck(None);
+        assert!((5_900_000..=6_100_000).contains(&clean), "{clean}");
+        // Every other packet lost after the bottleneck: its slot still
+        // spaced the ACKs. Without counting lost slots the median read
+        // about half the rate.
+        for lose in [2, 3, 5] {
+            let median = burst_through_lossy_bottleneck(Some(lose));
+            assert!(
+                (5_000_000..=7_200_000).contains(&median),
+                "one in {lose} lost: {median}"
+            );
+        }
+    }
 }
