@@ -55,8 +55,8 @@
 //! window acknowledged). On loss, at most once per round trip (losses of
 //! packets sent before the last reduction are ignored), the Coded TCP rule
 //! `cwnd ← cwnd × RTTmin / RTT`, where RTT is the *smallest* sample, over
-//! the current round trip and the one before, of the packets sent since the
-//! last reduction (at least 8 of them): the queue that stands now. Random loss on an empty queue costs nothing, jitter
+//! the last complete round trip, of the packets sent since the last
+//! reduction (at least 8 of them): the queue that stands now. Random loss on an empty queue costs nothing, jitter
 //! is not mistaken for a queue (the latest sample often would be), and a
 //! standing queue that doubles the RTT halves the window. Random loss with a
 //! ratio above 0.9 (no standing queue) leaves the window alone. A loss above
@@ -84,8 +84,8 @@
 //! # Queue target
 //!
 //! Coded TCP reacts to a queue only when it overflows. Without waiting for a
-//! loss, when the standing queue (the smallest RTT over the last round trip
-//! or two) exceeds `RTTmin × (1 + 0.25)` plus the margin of start-up's delay
+//! loss, when the standing queue (the smallest RTT over the last round trip)
+//! exceeds `RTTmin × (1 + 0.25)` plus the margin of start-up's delay
 //! test, the window is scaled by `RTTmin / RTT`, which empties a queue this
 //! flow built, and not again for three round trips. Flows that share a
 //! bottleneck then keep its queue short and lose nothing to it, and, since
@@ -93,7 +93,10 @@
 //! whose drains leave the queue standing twice in a row shares it with one
 //! that fills any buffer (a loss-based TCP); draining would only starve it,
 //! so it leaves the queue to the loss rule until it sees the queue below
-//! the target again. `CtcpConfig::queue_target(None)` turns this off.
+//! the target again, or for 32 round trips at most: ltx flows whose drains
+//! fell out of step take each other for such a flow, and one that stopped
+//! draining for good grows while the others drain. `CtcpConfig::queue_target(None)`
+//! turns this off.
 //!
 //! # Pacing
 //!
@@ -526,7 +529,7 @@ impl RoundJitter {
     }
 }
 
-/// RTT samples (since the last reduction, in the last two rounds) needed
+/// RTT samples (since the last reduction, in one round) needed
 /// before their minimum is taken as the standing queue.
 const MIN_QUEUE_SAMPLES: u32 = 8;
 
@@ -537,11 +540,16 @@ const STANDING_QUEUE: f64 = 0.9;
 /// How many consecutive RTT samples must show a queue to end start-up.
 const QUEUE_SAMPLES: usize = 8;
 
-/// The queue that stands now: the smallest RTT sample of the current round
-/// trip and the one before it. A minimum, not the latest sample, so that
-/// jitter does not pass for a queue; over a round or two, not since the last
-/// reduction, so that one sample from a moment the queue ran dry does not
-/// hide the queue that built after it for as long as no loss cuts.
+/// The queue that stands now: the smallest RTT sample of the last complete
+/// round trip (of it and the current one, while it has few samples). A minimum, not
+/// the latest sample, so that jitter does not pass for a queue; over one
+/// round, not since the last reduction, so that one sample from a moment the
+/// queue ran dry does not hide the queue that built after it for as long as
+/// no loss cuts. Not over two rounds: where several flows share the queue,
+/// each one's drain empties it for a moment, and a minimum over two rounds
+/// nearly always holds someone's drain, so a flow that drained least saw the
+/// queue stand least and drained least again (four flows of 50 MB on one
+/// bottleneck ended with one at twice its share).
 #[derive(Debug, Clone, Copy, Default)]
 struct StandingQueue {
     /// When the current round began.
@@ -573,9 +581,16 @@ impl StandingQueue {
         self.current.is_none() && self.previous.is_none()
     }
 
-    /// The smallest sample of the two rounds, once they hold at least
-    /// [`MIN_QUEUE_SAMPLES`] between them.
+    /// The smallest sample of the last complete round if it holds at least
+    /// [`MIN_QUEUE_SAMPLES`]; else of the two rounds, once they hold as
+    /// many between them (a window of a few packets takes several rounds to
+    /// give that many samples).
     fn min(&self) -> Option<Duration> {
+        if let Some((min, samples)) = self.previous {
+            if samples >= MIN_QUEUE_SAMPLES {
+                return Some(min);
+            }
+        }
         let rounds = [self.previous, self.current];
         let samples: u32 = rounds.iter().flatten().map(|&(_, n)| n).sum();
         if samples < MIN_QUEUE_SAMPLES {
@@ -656,6 +671,13 @@ const FUTILE_DRAINS: u32 = 2;
 /// target.
 const DRAIN_ROUNDS: u32 = 3;
 
+/// Round trips a flow competes on loss, leaving the queue to the flow it
+/// took to hold it, before it tries draining again: ltx flows whose drains
+/// fall out of step each see the others' queue stand, and one that stopped
+/// draining for good would grow by its additive increase while the others
+/// drained and shrank, to twice their share and more.
+const COMPETE_ROUNDS: u32 = 32;
+
 /// Watches the queue-target response: a flow that drains the queue it built
 /// sees it fall; one that shares a queue with a flow that fills any buffer
 /// (a loss-based TCP) does not, and would only starve itself by draining
@@ -669,8 +691,8 @@ struct DrainWatch {
     futile: u32,
     /// Whether the queue stood above the target since the last drain.
     stood: bool,
-    /// Whether another flow is taken to hold the queue.
-    competing: bool,
+    /// Since when another flow is taken to hold the queue.
+    competing: Option<Instant>,
 }
 
 impl DrainWatch {
@@ -680,12 +702,23 @@ impl DrainWatch {
         if !above {
             // The queue fell below the target: the drains work.
             self.futile = 0;
-            self.competing = false;
+            self.competing = None;
             self.stood = false;
             return false;
         }
+        if self
+            .competing
+            .is_some_and(|since| now.saturating_duration_since(since) >= srtt * COMPETE_ROUNDS)
+        {
+            // Drains were futile a while ago; the flows that held the queue
+            // then may have left, or be ltx flows whose drains fell out of
+            // step with this one's: try again. A loss-based flow that still
+            // holds it makes the next two futile too.
+            self.competing = None;
+            self.futile = 0;
+        }
         let Some(last) = self.last else {
-            return !self.competing;
+            return self.competing.is_none();
         };
         if now.saturating_duration_since(last) < srtt * DRAIN_ROUNDS {
             self.stood = true;
@@ -695,10 +728,10 @@ impl DrainWatch {
             self.futile = self.futile.saturating_add(1);
             self.stood = false;
             if self.futile >= FUTILE_DRAINS {
-                self.competing = true;
+                self.competing = Some(now);
             }
         }
-        !self.competing
+        self.competing.is_none()
     }
 
     /// A drain happened at `now`.
