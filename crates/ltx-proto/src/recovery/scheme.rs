@@ -32,8 +32,11 @@ use super::{LossEstimate, RedundancyConfig, RedundancyPolicy};
 
 /// Widest window, in symbols, of a repair sent in answer to feedback by the
 /// sliding-window policy: wider windows cost both ends work in proportion,
-/// and the oldest gap is what holds delivery back.
-pub const REACTIVE_SPAN: u64 = 16_384;
+/// and the oldest gap is what holds delivery back. At 16 384, a flow that
+/// overflowed a drop-tail queue (a sixth of its packets lost there, 100 MB
+/// over 50 Mbit/s and 600 ms) spent 200 s of CPU in the simulator on its
+/// repairs; at 4096, 36 s, and the seed tables' times moved by 1 % at most.
+pub const REACTIVE_SPAN: u64 = 4_096;
 
 /// Why a repair symbol is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
