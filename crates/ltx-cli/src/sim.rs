@@ -162,7 +162,19 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         print_summary(&scenario, &result, &profiles, cpu_s);
     }
     if !result.verified {
-        bail!("the transfer was not delivered intact (seed {})", args.seed);
+        let why: Vec<&str> = result
+            .flows
+            .iter()
+            .filter_map(|f| f.error.as_deref())
+            .collect();
+        if why.is_empty() {
+            bail!("the transfer was not delivered intact (seed {})", args.seed);
+        }
+        bail!(
+            "the transfer was not delivered (seed {}): {}",
+            args.seed,
+            why.join("; ")
+        );
     }
     Ok(())
 }

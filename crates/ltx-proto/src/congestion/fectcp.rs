@@ -24,6 +24,16 @@
 //! reduction are not), since one congestion episode times out many
 //! segments at once; an ECN CE mark, which the seed does not use, is
 //! answered like a time-out.
+//!
+//! One more deviation comes from pacing. The seed's sender sends its window
+//! in bursts, so a drop-tail queue that overflows loses runs of segments,
+//! and they time out. ltx paces every packet, which spreads an overflow's
+//! drops evenly between packets that get through: every drop is covered in
+//! time, the window grows without end, and the queue drops most of what is
+//! sent. So a round trip that loses more than it delivers while the queue
+//! stands (its smallest RTT more than half as long again as the path's
+//! minimum) counts as a time-out too. Random loss alone, up to one half,
+//! does neither.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -97,6 +107,29 @@ pub struct Fectcp {
     /// Time-outs of packets sent at or before this are not answered.
     reduced_at: Option<Instant>,
     timeouts: u64,
+    /// The round trip being measured for an overflow: packets sent after
+    /// `started` end it when acknowledged.
+    round: Round,
+}
+
+/// What one round trip delivered and lost, for the overflow rule.
+#[derive(Debug, Clone, Default)]
+struct Round {
+    started: Option<Instant>,
+    acked_bytes: u64,
+    lost_bytes: u64,
+    min_rtt: Option<Duration>,
+}
+
+impl Round {
+    /// Whether the round lost more than it delivered while a queue stood
+    /// (smallest RTT above 1.5 × the path's minimum).
+    fn overflowed(&self, path_min_rtt: Duration) -> bool {
+        let queue_stood = self
+            .min_rtt
+            .is_some_and(|rtt| rtt > path_min_rtt + path_min_rtt / 2);
+        queue_stood && self.lost_bytes > self.acked_bytes
+    }
 }
 
 impl Fectcp {
@@ -120,6 +153,32 @@ impl Fectcp {
             timeout_span: Duration::MAX,
             reduced_at: None,
             timeouts: 0,
+            round: Round::default(),
+        }
+    }
+
+    /// Counts an acknowledgement into the round, and ends the round when
+    /// the packet was sent after it began: a round that overflowed the
+    /// queue times out (see the module docs).
+    fn count_round_ack(&mut self, now: Instant, sent: Instant, bytes: u64, rtt: &RttEstimator) {
+        let round = &mut self.round;
+        round.acked_bytes = round.acked_bytes.saturating_add(bytes);
+        let latest = rtt.latest();
+        round.min_rtt = Some(round.min_rtt.map_or(latest, |m| m.min(latest)));
+        let Some(started) = round.started else {
+            round.started = Some(now);
+            return;
+        };
+        if sent < started {
+            return;
+        }
+        let overflowed = round.overflowed(rtt.min());
+        self.round = Round {
+            started: Some(now),
+            ..Round::default()
+        };
+        if overflowed {
+            self.time_out(now, started);
         }
     }
 
@@ -211,6 +270,7 @@ impl Controller for Fectcp {
         if !self.pending.is_empty() {
             self.settle(now);
         }
+        self.count_round_ack(now, sent, bytes, rtt);
         if app_limited || self.reduced_at.is_some_and(|at| sent <= at) {
             return;
         }
@@ -233,7 +293,8 @@ impl Controller for Fectcp {
         above_baseline: bool,
         rtt: &RttEstimator,
     ) {
-        let _ = (lost_bytes, above_baseline);
+        let _ = above_baseline;
+        self.round.lost_bytes = self.round.lost_bytes.saturating_add(lost_bytes);
         self.timeout_span = self.timeout(rtt);
         match self.covered(largest_sent) {
             Some(true) => {}
@@ -383,6 +444,53 @@ mod tests {
         assert!(cc.window() >= path.bdp());
         let carried = out.delivered as f64 / (path.rate as f64 * 20.0 * 0.95);
         assert!(carried > 0.9, "carried {carried} of the erasure capacity");
+    }
+
+    /// Sends one packet every millisecond for `rounds` round trips, each
+    /// acknowledged one RTT of `rtt_ms` later unless its offset (ms) is
+    /// `lost`; the path's minimum RTT is 100 ms.
+    fn paced_rounds(rtt_ms: u64, lost: impl Fn(u64) -> bool) -> Fectcp {
+        let (mut cc, start, mut rtt) = in_avoidance(100);
+        let delay = Duration::from_millis(rtt_ms);
+        for _ in 0..5 {
+            rtt.update(Duration::ZERO, delay);
+        }
+        let mut undeclared = Vec::new();
+        for ms in 0..400 {
+            let sent = start + Duration::from_millis(ms);
+            if lost(ms) {
+                undeclared.push(sent);
+                continue;
+            }
+            let at = sent + delay;
+            cc.on_ack(at, sent, u64::from(MTU), false, &rtt);
+            for l in undeclared.drain(..) {
+                cc.on_loss(at, l, u64::from(MTU), false, &rtt);
+            }
+        }
+        cc
+    }
+
+    #[test]
+    fn a_paced_overflow_of_a_standing_queue_times_out() {
+        // Three packets of four dropped, evenly, while the RTT is twice the
+        // minimum: every drop is covered in time, but the round lost more
+        // than it delivered with the queue full.
+        let cc = paced_rounds(200, |ms| ms % 4 != 0);
+        assert!(cc.timeouts() >= 1);
+    }
+
+    #[test]
+    fn heavy_random_loss_without_a_queue_does_not_time_out() {
+        // The same drops at the path's minimum RTT are random loss.
+        let cc = paced_rounds(100, |ms| ms % 4 != 0);
+        assert_eq!(cc.timeouts(), 0);
+    }
+
+    #[test]
+    fn a_standing_queue_with_light_loss_does_not_time_out() {
+        let cc = paced_rounds(200, |ms| ms % 3 == 0);
+        assert_eq!(cc.timeouts(), 0);
     }
 
     #[test]
