@@ -30,10 +30,12 @@
 //! and they time out. ltx paces every packet, which spreads an overflow's
 //! drops evenly between packets that get through: every drop is covered in
 //! time, the window grows without end, and the queue drops most of what is
-//! sent. So a round trip that loses more than it delivers while the queue
-//! stands (its smallest RTT more than half as long again as the path's
-//! minimum) counts as a time-out too. Random loss alone, up to one half,
-//! does neither.
+//! sent (measured before this rule: at 0 % random loss on a 100 Mbit/s,
+//! 20 ms path, 90 % of the packets sent were dropped at the queue). So a
+//! round trip that loses packets while the queue stands the whole round
+//! (its smallest RTT more than half as long again as the path's minimum)
+//! counts as a time-out too: that is when the seed's bursts would have
+//! overflowed the queue. Random loss on a path whose queue drains does not.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -122,13 +124,13 @@ struct Round {
 }
 
 impl Round {
-    /// Whether the round lost more than it delivered while a queue stood
+    /// Whether the round lost packets while a queue stood all along
     /// (smallest RTT above 1.5 × the path's minimum).
     fn overflowed(&self, path_min_rtt: Duration) -> bool {
         let queue_stood = self
             .min_rtt
             .is_some_and(|rtt| rtt > path_min_rtt + path_min_rtt / 2);
-        queue_stood && self.lost_bytes > self.acked_bytes
+        queue_stood && self.lost_bytes > 0
     }
 }
 
@@ -474,8 +476,8 @@ mod tests {
     #[test]
     fn a_paced_overflow_of_a_standing_queue_times_out() {
         // Three packets of four dropped, evenly, while the RTT is twice the
-        // minimum: every drop is covered in time, but the round lost more
-        // than it delivered with the queue full.
+        // minimum: every drop is covered in time, but the round lost
+        // packets with the queue full.
         let cc = paced_rounds(200, |ms| ms % 4 != 0);
         assert!(cc.timeouts() >= 1);
     }
@@ -488,8 +490,28 @@ mod tests {
     }
 
     #[test]
-    fn a_standing_queue_with_light_loss_does_not_time_out() {
-        let cc = paced_rounds(200, |ms| ms % 3 == 0);
+    fn a_standing_queue_without_loss_does_not_time_out() {
+        let cc = paced_rounds(200, |_| false);
+        assert_eq!(cc.timeouts(), 0);
+    }
+
+    #[test]
+    fn a_lossy_round_that_drained_the_queue_does_not_time_out() {
+        // One loss a round trip, but one sample of each round sees the
+        // bare path: the queue drains, so the loss is random.
+        let (mut cc, start, mut rtt) = in_avoidance(100);
+        for round in 0..4u64 {
+            for ms in 0..100u64 {
+                let sent = start + Duration::from_millis(round * 100 + ms);
+                let delay = Duration::from_millis(if ms == 50 { 100 } else { 200 });
+                rtt.update(Duration::ZERO, delay);
+                if ms == 30 {
+                    cc.on_loss(sent + delay, sent, u64::from(MTU), false, &rtt);
+                    continue;
+                }
+                cc.on_ack(sent + delay, sent, u64::from(MTU), false, &rtt);
+            }
+        }
         assert_eq!(cc.timeouts(), 0);
     }
 

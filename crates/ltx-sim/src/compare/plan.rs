@@ -309,12 +309,21 @@ impl Cell {
         }
     }
 
-    /// Whether the cell runs `profile`: every preset but lt-tcp on the
-    /// shared drop-tail bottleneck, which it never backs off from (it
-    /// answers ECN marks only), so that several such flows keep the queue
-    /// overflowing and take minutes of CPU per simulated second.
+    /// Whether the cell runs `profile`: every preset but two, which take
+    /// minutes of CPU a run there:
+    ///
+    /// - lt-tcp on the shared drop-tail bottleneck, which it never backs
+    ///   off from (it answers ECN marks only), so that several such flows
+    ///   keep the queue overflowing;
+    /// - fectcp in the 100 MB table: each of its repairs combines every
+    ///   symbol of a block of up to 16 384, and it sends a round trip of
+    ///   them (2700 at 50 Mbit/s, 600 ms) before each block's
+    ///   acknowledgement, about 50 s of CPU per 10 MB block.
     pub fn runs_profile(&self, profile: Profile) -> bool {
-        !(self.flows > 1 && !self.ecn && profile == Profile::LtTcp)
+        let flooded_queue = self.flows > 1 && !self.ecn && profile == Profile::LtTcp;
+        let whole_block_100mb =
+            self.section == Section::LongDelay100Mb && profile == Profile::Fectcp;
+        !(flooded_queue || whole_block_100mb)
     }
 
     /// The bottleneck's queue: `drop-tail` or `ecn`.
@@ -508,6 +517,32 @@ mod tests {
             .iter()
             .filter(|r| plan.cells[r.cell].section == Section::LongDelay100Mb)
             .all(|r| r.seed == 1));
+    }
+
+    #[test]
+    fn fectcp_sits_out_the_100_mb_table_only() {
+        let plan = Plan::full(
+            &[Section::LongDelay, Section::LongDelay100Mb],
+            vec![Profile::Fectcp, Profile::Ltx],
+            1,
+            1,
+        );
+        let fectcp: Vec<Section> = plan
+            .runs()
+            .iter()
+            .filter(|r| r.profile == Profile::Fectcp)
+            .map(|r| plan.cells[r.cell].section)
+            .collect();
+        assert_eq!(fectcp.len(), 25);
+        assert!(fectcp.iter().all(|&s| s == Section::LongDelay));
+        let ltx_100mb = plan
+            .runs()
+            .iter()
+            .filter(|r| {
+                r.profile == Profile::Ltx && plan.cells[r.cell].section == Section::LongDelay100Mb
+            })
+            .count();
+        assert_eq!(ltx_100mb, 25);
     }
 
     #[test]
