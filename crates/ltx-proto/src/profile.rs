@@ -59,7 +59,9 @@ pub enum Profile {
     /// Seed 004 (FECTCP): window control by time-outs
     /// `ΔT = (1 + β)(sRTT + σ)` that hide isolated losses
     /// ([`FectcpConfig`]); it reduces once per round trip where the seed
-    /// halves on every time-out. Redundancy: the whole transfer (up to the
+    /// halves on every time-out, and a round trip with losses while the
+    /// queue stood all along counts as a time-out (paced sending spreads an
+    /// overflow's drops so that none would time out). Redundancy: the whole transfer (up to the
     /// peer's window) is one block, its source symbols then random linear
     /// repairs over all of it until the receiver's decoded-through says it
     /// is recovered, the seed's BACK ([`WholeBlockConfig`]); the code is
