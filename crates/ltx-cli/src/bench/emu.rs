@@ -73,7 +73,7 @@ pub(crate) struct EmuBenchArgs {
     #[arg(long, value_enum, value_delimiter = ',')]
     systems: Vec<System>,
     /// Runs of each system on each cell (default: 1 quick; full: 3 on the
-    /// correlated table, 2 on the long-delay one).
+    /// correlated table, 1 on the long-delay one).
     #[arg(long)]
     reps: Option<u64>,
     /// Where to write the results (default: none for --quick,
