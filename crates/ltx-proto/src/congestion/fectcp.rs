@@ -114,11 +114,11 @@ pub struct Fectcp {
     round: Round,
 }
 
-/// What one round trip delivered and lost, for the overflow rule.
+/// What one round trip lost and the least RTT it saw, for the overflow
+/// rule.
 #[derive(Debug, Clone, Default)]
 struct Round {
     started: Option<Instant>,
-    acked_bytes: u64,
     lost_bytes: u64,
     min_rtt: Option<Duration>,
 }
@@ -159,12 +159,11 @@ impl Fectcp {
         }
     }
 
-    /// Counts an acknowledgement into the round, and ends the round when
+    /// Takes an acknowledgement's RTT into the round, and ends the round when
     /// the packet was sent after it began: a round that overflowed the
     /// queue times out (see the module docs).
-    fn count_round_ack(&mut self, now: Instant, sent: Instant, bytes: u64, rtt: &RttEstimator) {
+    fn count_round_ack(&mut self, now: Instant, sent: Instant, rtt: &RttEstimator) {
         let round = &mut self.round;
-        round.acked_bytes = round.acked_bytes.saturating_add(bytes);
         let latest = rtt.latest();
         round.min_rtt = Some(round.min_rtt.map_or(latest, |m| m.min(latest)));
         let Some(started) = round.started else {
@@ -272,7 +271,7 @@ impl Controller for Fectcp {
         if !self.pending.is_empty() {
             self.settle(now);
         }
-        self.count_round_ack(now, sent, bytes, rtt);
+        self.count_round_ack(now, sent, rtt);
         if app_limited || self.reduced_at.is_some_and(|at| sent <= at) {
             return;
         }
@@ -448,9 +447,9 @@ mod tests {
         assert!(carried > 0.9, "carried {carried} of the erasure capacity");
     }
 
-    /// Sends one packet every millisecond for `rounds` round trips, each
-    /// acknowledged one RTT of `rtt_ms` later unless its offset (ms) is
-    /// `lost`; the path's minimum RTT is 100 ms.
+    /// Sends one packet every millisecond for 400 ms, each acknowledged
+    /// `rtt_ms` later unless `lost` says so of its offset (ms); the path's
+    /// minimum RTT is 100 ms.
     fn paced_rounds(rtt_ms: u64, lost: impl Fn(u64) -> bool) -> Fectcp {
         let (mut cc, start, mut rtt) = in_avoidance(100);
         let delay = Duration::from_millis(rtt_ms);
