@@ -737,10 +737,11 @@ impl Connection {
     }
 
     /// What is in flight, if every repair in flight covers the peer's first
-    /// unknown symbol and every source symbol in flight: so it is when the
-    /// symbols the peer has not decoded fit in one repair span, since a
-    /// proactive repair covers the span before it and the wide ones reach
-    /// back to the first unknown symbol.
+    /// unknown symbol: so it is when the symbols the peer has not decoded
+    /// fit in one repair span, since a proactive repair covers the span
+    /// before it and the wide ones reach back to the first unknown symbol.
+    /// The source symbols counted are those sent before the newest repair
+    /// in flight: the ones after it are for repairs not yet sent.
     fn flight_covering_gaps(&self) -> Option<Flight> {
         let encoder = self.encoder.as_ref()?;
         let unconfirmed = encoder
@@ -748,7 +749,7 @@ impl Connection {
             .0
             .saturating_sub(self.peer_decoded_through.0);
         (unconfirmed <= self.repair_span()).then(|| Flight {
-            sources: self.sent.sources_in_flight,
+            sources: self.sent.sources_in_flight - self.sent.sources_after_last_repair(),
             repairs: self.sent.repairs_in_flight + self.sent.proactive_in_flight,
         })
     }
@@ -1700,11 +1701,14 @@ impl Connection {
             let estimate = self.loss.estimate();
             // The decoder lacks `missing − rank` equations: repairs it holds
             // but could not yet solve with count already.
+            let deficit = state.missing.saturating_sub(state.rank);
             let feedback = Feedback {
-                deficit: state.missing.saturating_sub(state.rank),
+                deficit,
                 repairs_in_flight: self.sent.repairs_in_flight,
                 decoded_through: self.peer_decoded_through,
-                covered: self.flight_covering_gaps(),
+                // Nothing to answer without a deficit, and finding the
+                // flight walks the packets in flight.
+                covered: (deficit > 0).then(|| self.flight_covering_gaps()).flatten(),
             };
             let mut owed = self.scheme.reactive_repairs(&feedback, &estimate);
             if owed > 0 && !self.streams.has_pending() {

@@ -86,6 +86,17 @@ impl SentPackets {
         }
     }
 
+    /// Source symbols in flight sent after the newest repair in flight:
+    /// no repair sent yet covers them.
+    pub(crate) fn sources_after_last_repair(&self) -> u64 {
+        self.packets
+            .values()
+            .rev()
+            .filter(|p| p.in_flight && p.carried != Carried::Other)
+            .take_while(|p| p.carried == Carried::Source)
+            .count() as u64
+    }
+
     /// Removes the packets in `first..=last` that are still recorded.
     pub(crate) fn on_ack_range(&mut self, first: u64, last: u64, outcome: &mut AckOutcome) {
         let numbers: Vec<u64> = self.packets.range(first..=last).map(|(&n, _)| n).collect();
@@ -135,5 +146,41 @@ impl SentPackets {
             }
         }
         (lost, next_loss)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(carried: Carried, in_flight: bool) -> SentPacket {
+        SentPacket {
+            time: Instant::now(),
+            size: 1200,
+            in_flight,
+            carried,
+        }
+    }
+
+    #[test]
+    fn the_sources_after_the_newest_repair_are_counted_apart() {
+        let mut sent = SentPackets::default();
+        assert_eq!(sent.sources_after_last_repair(), 0);
+        sent.on_sent(0, packet(Carried::Source, true));
+        sent.on_sent(1, packet(Carried::Repair, true));
+        sent.on_sent(2, packet(Carried::Source, true));
+        // An acknowledgement-only packet neither ends the run nor counts.
+        sent.on_sent(3, packet(Carried::Other, false));
+        sent.on_sent(4, packet(Carried::Source, true));
+        assert_eq!(sent.sources_after_last_repair(), 2);
+        assert_eq!(sent.sources_in_flight, 3);
+        sent.on_sent(5, packet(Carried::WideRepair, true));
+        assert_eq!(sent.sources_after_last_repair(), 0);
+        // Once both repairs are acknowledged, every source in flight is
+        // after the newest repair.
+        let mut outcome = AckOutcome::default();
+        sent.on_ack_range(1, 1, &mut outcome);
+        sent.on_ack_range(5, 5, &mut outcome);
+        assert_eq!(sent.sources_after_last_repair(), 3);
     }
 }

@@ -229,11 +229,16 @@ impl RedundancyPolicy {
     /// first unknown symbol and every source symbol in flight (see
     /// [`Feedback::covered`]): what the flight will bring is set against
     /// what it will lose, `D + p·S − (1−p)·R` equations short, and the
-    /// answer is what makes up that expectation. Proactive repairs in flight
-    /// are counted: they were sized for the flight's losses, with their
-    /// margin, and cover the gap, so answering the whole deficit again would
-    /// send what they carry (at 20 ms and 20 % loss, answering it in full
-    /// sent a tenth of all repairs for nothing).
+    /// answer is what makes up that expectation, to the nearest whole
+    /// repair. Proactive repairs in flight are counted: they were sized for
+    /// the flight's losses, with their margin, and cover the gap, so
+    /// answering the whole deficit again would send what they carry (at
+    /// 20 ms and 20 % loss, answering it in full sent a tenth of all
+    /// repairs for nothing). `S` counts only the source symbols sent before
+    /// the newest repair in flight, which that repair covers. Rounding up
+    /// answered a shortfall of a tenth of an equation with a whole repair;
+    /// on 10 Mbit/s, 20 ms and 5 % loss that took the overhead from 1.121
+    /// to 1.141, and most of those repairs found nothing left to solve.
     ///
     /// [`Feedback::covered`]: super::Feedback::covered
     pub fn reactive_repairs_covered(
@@ -252,7 +257,7 @@ impl RedundancyPolicy {
             return 0;
         }
         // `as` saturates.
-        (short / (1.0 - p)).ceil() as u64
+        (short / (1.0 - p)).round() as u64
     }
 
     /// How many repair symbols to send for the tail of a transfer: the sender
@@ -475,13 +480,18 @@ mod tests {
             policy.reactive_repairs_covered(3, &flight(100, 30), &est),
             0
         );
-        // A deficit of 10: 6 short, ⌈6 / 0.8⌉ = 8.
+        // A deficit of 10: 6 short, 6 / 0.8 = 7.5, to the nearest: 8.
         assert_eq!(
             policy.reactive_repairs_covered(10, &flight(100, 30), &est),
             8
         );
-        // Nothing in flight: the deficit itself, ⌈10 / 0.8⌉ = 13.
+        // Nothing in flight: the deficit itself, 10 / 0.8 = 12.5: 13.
         assert_eq!(policy.reactive_repairs_covered(10, &flight(0, 0), &est), 13);
+        // One equation short: 1 / 0.8 = 1.25, one repair, not two.
+        assert_eq!(policy.reactive_repairs_covered(1, &flight(0, 0), &est), 1);
+        // One short with one repair in flight: 0.2 short, 0.25 of a repair:
+        // none; the repair in flight most likely solves it.
+        assert_eq!(policy.reactive_repairs_covered(1, &flight(0, 1), &est), 0);
         // No deficit, no answer, whatever is in flight.
         assert_eq!(
             policy.reactive_repairs_covered(0, &flight(1000, 0), &est),

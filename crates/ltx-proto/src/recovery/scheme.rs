@@ -101,15 +101,16 @@ pub struct Feedback {
     /// The peer's first unknown source symbol.
     pub decoded_through: SymbolId,
     /// What is in flight, when every repair in flight covers the peer's
-    /// first unknown symbol and every source symbol in flight: then what
-    /// will arrive can be set against the deficit; `None` otherwise.
+    /// first unknown symbol: then what will arrive can be set against the
+    /// deficit; `None` otherwise (and when there is no deficit).
     pub covered: Option<Flight>,
 }
 
 /// Symbols in flight, for [`Feedback::covered`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Flight {
-    /// Source symbols.
+    /// Source symbols sent before the newest repair in flight, so covered
+    /// by it; those sent after it wait for repairs not yet sent.
     pub sources: u64,
     /// Repair symbols of any kind.
     pub repairs: u64,
