@@ -751,6 +751,7 @@ impl Connection {
         (unconfirmed <= self.repair_span()).then(|| Flight {
             sources: self.sent.sources_in_flight - self.sent.sources_after_last_repair(),
             repairs: self.sent.repairs_in_flight + self.sent.proactive_in_flight,
+            rtt: self.rtt.smoothed(),
         })
     }
 

@@ -114,6 +114,9 @@ pub struct Flight {
     pub sources: u64,
     /// Repair symbols of any kind.
     pub repairs: u64,
+    /// The smoothed round-trip time: what a shortfall left to the next
+    /// answer costs.
+    pub rtt: Duration,
 }
 
 /// A policy that decides on repair for a connection. Every method has the
