@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use ltx_proto::Profile;
+use ltx_proto::{Profile, TransportConfig};
 use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
@@ -69,12 +69,26 @@ pub(crate) struct RunArgs {
     /// Mark ECN at the bottleneck (CoDel) instead of only dropping.
     #[arg(long)]
     ecn: bool,
+    /// What waiting for feedback may add, on average, to the delivery of
+    /// the sliding window's spans (default 120ms). Lower spends more repair
+    /// ahead of loss on short paths: less delivery delay, more bytes.
+    #[arg(long, value_parser = parse_duration)]
+    repair_delay_budget: Option<Duration>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
     /// Write the sender's trace events to this file as JSON lines.
     #[arg(long)]
     trace: Option<PathBuf>,
+}
+
+/// `profile`'s transport, with the repair delay budget if one was given.
+fn transport_for(profile: Profile, repair_delay_budget: Option<Duration>) -> TransportConfig {
+    let mut transport = profile.transport_config();
+    if let Some(budget) = repair_delay_budget {
+        transport.redundancy.repair_delay_budget = budget;
+    }
+    transport
 }
 
 /// `ltx sim matrix`.
@@ -142,8 +156,12 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         queue: args.queue,
         ecn: args.ecn,
         trace: args.trace.is_some(),
-        transport: args.profile.transport_config(),
-        per_flow: args.mix.iter().map(|p| p.transport_config()).collect(),
+        transport: transport_for(args.profile, args.repair_delay_budget),
+        per_flow: args
+            .mix
+            .iter()
+            .map(|p| transport_for(*p, args.repair_delay_budget))
+            .collect(),
         ..Scenario::default()
     };
     let profiles = flow_profiles(args);

@@ -142,3 +142,42 @@ fn monte_carlo_residual_near_target() {
         );
     }
 }
+
+/// Where the delay budget exceeds half the round trip, the policy leaves
+/// most spans to feedback: the ratio falls below the channel's minimum, and
+/// the fraction of spans it leaves short must be near the residual asked
+/// for (60 % at 200 ms with the default budget of 120 ms).
+#[test]
+fn monte_carlo_residual_on_a_short_path() {
+    let config = RedundancyConfig::default();
+    let policy = RedundancyPolicy::new(config);
+    let short = Horizon {
+        span: 256,
+        rtt: Duration::from_millis(200),
+    };
+    let target = config.repair_delay_budget.as_secs_f64() / short.rtt.as_secs_f64();
+    for (i, p) in [0.05, 0.2].into_iter().enumerate() {
+        let seed = 0x3C10 + i as u64;
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let known = LossEstimate {
+            samples: 1 << 40,
+            ..iid(p)
+        };
+        let ratio = policy.proactive_ratio_for(&known, &short);
+        assert!(
+            ratio < p / (1.0 - p),
+            "p {p}: {ratio} not below the channel minimum"
+        );
+        let n = short.span;
+        let k = (ratio * n as f64).round() as u64;
+        let windows = 10_000;
+        let failed = (0..windows)
+            .filter(|_| (0..n + k).filter(|_| rng.random_bool(p)).count() as u64 > k)
+            .count();
+        let residual = failed as f64 / windows as f64;
+        assert!(
+            (residual - target).abs() < 0.1,
+            "seed {seed:#x}, p {p}: {residual} of spans short, asked {target}"
+        );
+    }
+}

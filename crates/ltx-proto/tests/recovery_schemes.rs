@@ -7,7 +7,7 @@ use ltx_coding::codec::{Code, DecodeError, Decoder, DecoderConfig, Encoder, Enco
 use ltx_coding::{RepairKey, SymbolId, Window};
 use ltx_proto::recovery::whole_block::UNTIL_RECOVERED;
 use ltx_proto::recovery::{
-    BlockConfig, BlockScheme, DfecConfig, DfecScheme, Feedback, Horizon, LossEstimate,
+    BlockConfig, BlockScheme, DfecConfig, DfecScheme, Feedback, Flight, Horizon, LossEstimate,
     RedundancyConfig, RedundancyPolicy, RedundancyScheme, RepairPlan, RepairRange, RepairReason,
     WholeBlockConfig, WholeBlockScheme,
 };
@@ -544,6 +544,48 @@ fn the_default_scheme_is_the_sliding_window_policy() {
     assert_eq!(plan.window, Window::new(SymbolId(744), 256));
     let mut wide = range(100, 1000);
     wide.peer_end = SymbolId(600);
+    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
+    assert_eq!(plan.window, Window::new(SymbolId(100), 500));
+}
+
+#[test]
+fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
+    let estimate = iid(0.2);
+    let mut wide = range(100, 1000);
+    wide.peer_end = SymbolId(600);
+    let covered = |rtt_ms| Feedback {
+        deficit: 10,
+        repairs_in_flight: 0,
+        decoded_through: SymbolId(100),
+        covered: Some(Flight {
+            sources: 0,
+            repairs: 0,
+            rtt: Duration::from_millis(rtt_ms),
+        }),
+    };
+    // 20 ms, within twice the 120 ms budget: 10 / 0.8 = 12.5, to the
+    // nearest, and each repair reaches the newest symbol sent, since the
+    // count is for the flight's losses too.
+    let mut scheme = RedundancyConfig::default().build(16_384);
+    assert_eq!(scheme.reactive_repairs(&covered(20), &estimate), 13);
+    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
+    assert_eq!(plan.window, Window::new(SymbolId(100), 900));
+    // 600 ms: rounded up, and the repairs stop at what the peer reported,
+    // so that its first gaps do not wait for the flight's.
+    assert_eq!(scheme.reactive_repairs(&covered(600), &estimate), 13);
+    let one_short = Feedback {
+        deficit: 1,
+        ..covered(600)
+    };
+    assert_eq!(scheme.reactive_repairs(&one_short, &estimate), 2);
+    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
+    assert_eq!(plan.window, Window::new(SymbolId(100), 500));
+    // Without a covered flight the answer stops at the report as well.
+    let uncovered = Feedback {
+        covered: None,
+        ..covered(20)
+    };
+    assert!(scheme.reactive_repairs(&uncovered, &estimate) > 0);
     let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
     assert_eq!(plan.window, Window::new(SymbolId(100), 500));
 }

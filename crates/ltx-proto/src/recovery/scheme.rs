@@ -260,6 +260,9 @@ impl RedundancyScheme for RedundancyPolicy {
     }
 
     fn reactive_repairs(&mut self, feedback: &Feedback, estimate: &LossEstimate) -> u64 {
+        self.answer_covers_flight = feedback
+            .covered
+            .is_some_and(|flight| self.feedback_is_cheap(flight.rtt));
         match feedback.covered {
             Some(flight) => RedundancyPolicy::reactive_repairs_covered(
                 self,
@@ -287,6 +290,8 @@ impl RedundancyScheme for RedundancyPolicy {
                 window_between(next.saturating_sub(range.max_span).max(oldest), next)
             }
             RepairReason::Tail => tail_window(range),
+            // The answer counted the flight's losses: cover them too.
+            RepairReason::Reactive if self.answer_covers_flight => tail_window(range),
             RepairReason::Reactive | RepairReason::Probe => gap_window(range),
         }?;
         Some(RepairPlan {
