@@ -118,6 +118,7 @@ pub struct RedundancyConfig {
     /// --repair-delay-budget`).
     ///
     /// [`proactive_ratio_for`]: RedundancyPolicy::proactive_ratio_for
+    /// [`reactive_repairs_covered`]: RedundancyPolicy::reactive_repairs_covered
     pub repair_delay_budget: Duration,
     /// The cap on proactive repair symbols per source symbol.
     pub max_ratio: f64,
