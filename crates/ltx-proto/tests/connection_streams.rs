@@ -168,6 +168,37 @@ fn data_flows_both_ways_on_several_streams() {
     assert_eq!(pong, b"pong");
 }
 
+/// A symbol's trailing zeros do not travel and a stream frame that fills
+/// its symbol carries no length: the receiver pads the symbol back and the
+/// frame runs to its end. Zeros at the end of every symbol, of the stream,
+/// and whole symbols of zeros all arrive as sent.
+#[test]
+fn zero_bytes_at_symbol_ends_arrive_as_sent() {
+    let mut pair = Pair::default();
+    pair.connect();
+    let zeros = pair.client.open_stream().expect("stream");
+    let sparse = pair.client.open_stream().expect("stream");
+    let payload_zeros = vec![0u8; 50_000];
+    let payload_sparse: Vec<u8> = (0..120_001u32).map(|i| u8::from(i % 1000 == 0)).collect();
+    assert_eq!(pair.client.write(zeros, &payload_zeros), Ok(50_000));
+    assert_eq!(pair.client.write(sparse, &payload_sparse), Ok(120_001));
+    pair.client.finish(zeros).unwrap();
+    pair.client.finish(sparse).unwrap();
+    let (mut got_zeros, mut got_sparse) = (Vec::new(), Vec::new());
+    let (mut fin_zeros, mut fin_sparse) = (false, false);
+    pair.run_until(Duration::from_secs(10), |pair| {
+        let (data, fin) = read_all(&mut pair.server, zeros);
+        got_zeros.extend(data);
+        fin_zeros |= fin;
+        let (data, fin) = read_all(&mut pair.server, sparse);
+        got_sparse.extend(data);
+        fin_sparse |= fin;
+        fin_zeros && fin_sparse
+    });
+    assert!(got_zeros == payload_zeros, "{} bytes", got_zeros.len());
+    assert!(got_sparse == payload_sparse, "{} bytes", got_sparse.len());
+}
+
 #[test]
 fn a_full_send_buffer_takes_part_and_signals_room() {
     let config = TransportConfig {

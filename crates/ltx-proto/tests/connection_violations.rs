@@ -148,6 +148,7 @@ fn stream_symbol(offset: u64, len: usize) -> Vec<u8> {
         id: StreamId::new(Side::Client, 0),
         offset,
         fin: false,
+        to_end: false,
         data: &data,
     })
     .emit(&mut symbol);

@@ -6,7 +6,7 @@ mod wire_support;
 
 use ltx_proto::wire::{Frame, Frames, Header, StreamFrame};
 use proptest::prelude::*;
-use wire_support::{emit, frame, header, packet};
+use wire_support::{delimited_frames, emit, frame, header, packet};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
@@ -40,18 +40,21 @@ proptest! {
         if let Frame::Stream(s) = f {
             let mut out = Vec::new();
             f.emit(&mut out);
+            let len_field = (!s.to_end).then_some(s.data.len());
             prop_assert_eq!(
-                StreamFrame::header_len(s.id, s.offset, s.data.len()),
+                StreamFrame::header_len(s.id, s.offset, len_field),
                 out.len() - s.data.len()
             );
         }
     }
 
     /// A source symbol is zero-padded to the symbol size: whatever frames
-    /// come first, the zeros after them read as one padding frame.
+    /// that carry their length come first, the zeros after them read as
+    /// one padding frame.
     #[test]
     fn packets_parse_to_their_frames_then_one_padding(
-        (h, frames) in packet(),
+        h in header(),
+        frames in delimited_frames(),
         zeros in 1..1500usize,
     ) {
         let mut bytes = emit(&h, &frames);
@@ -62,5 +65,16 @@ proptest! {
         let mut expected = frames.clone();
         expected.push(Frame::Padding(zeros));
         prop_assert_eq!(got, Ok(expected));
+    }
+
+    /// A packet parses back to its frames, the last of which may run to
+    /// the end of the payload.
+    #[test]
+    fn packets_parse_to_their_frames((h, frames) in packet()) {
+        let bytes = emit(&h, &frames);
+        let (parsed, len) = Header::parse(&bytes).unwrap();
+        prop_assert_eq!(parsed, h);
+        let got: Result<Vec<_>, _> = Frames::new(&bytes[len..]).collect();
+        prop_assert_eq!(got, Ok(frames));
     }
 }

@@ -65,9 +65,10 @@ pub struct Transmit {
     pub ecn: EcnCodepoint,
 }
 
-/// Bytes a packet spends on its header and its largest symbol frame (a
-/// repair: type, window, key, density, length).
-const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1 + 2;
+/// Bytes a packet spends on its largest symbol frame before the symbol (a
+/// repair: type, window, key, density; the symbol runs to the packet's
+/// end).
+const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1;
 /// Smallest datagram a client's first packet is padded to, so that a path
 /// that cannot carry full packets fails at once.
 pub(crate) const MIN_INITIAL: usize = 1200;

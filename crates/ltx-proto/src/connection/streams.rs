@@ -510,7 +510,7 @@ impl Streams {
             return true;
         }
         let room = limit.saturating_sub(out.len());
-        let header = StreamFrame::header_len(id, stream.offset, room);
+        let header = StreamFrame::header_len(id, stream.offset, Some(room));
         if room <= header && !stream.pending.is_empty() {
             return false;
         }
@@ -518,21 +518,29 @@ impl Streams {
             .max_data
             .saturating_sub(stream.offset)
             .min(conn_credit);
-        let len = (stream.pending.len() as u64)
-            .min(credit)
-            .min(room.saturating_sub(header) as u64) as usize;
+        let sendable = (stream.pending.len() as u64).min(credit);
+        // Data that fills the symbol to its end needs no length: the frame
+        // ends where the symbol does.
+        let to_end_header = StreamFrame::header_len(id, stream.offset, None);
+        let fills = room > to_end_header && sendable >= (room - to_end_header) as u64;
+        let (len, len_field) = if fills {
+            (room - to_end_header, None)
+        } else {
+            let len = sendable.min(room.saturating_sub(header) as u64) as usize;
+            (len, Some(len))
+        };
         let fin = stream.state == SendState::Finishing && len == stream.pending.len();
         if len == 0 && !fin {
             // Blocked by flow control: the stream waits for MAX_*_DATA.
             return stream.pending.is_empty();
         }
-        if room < header {
+        if room < header && len_field.is_some() {
             return false;
         }
         // The bytes are copied once, from the buffer's one or two slices
         // straight into the symbol: making the buffer contiguous first
         // would move all of it whenever it wraps.
-        StreamFrame::emit_header(id, stream.offset, fin, len, out);
+        StreamFrame::emit_header(id, stream.offset, fin, len_field, out);
         let (front, back) = stream.pending.as_slices();
         let from_front = len.min(front.len());
         out.extend_from_slice(&front[..from_front]);

@@ -2,7 +2,12 @@
 //! that yields them.
 //!
 //! A frame is one type byte and its fields, integers as varints unless
-//! stated. Frames that carry bytes borrow them from the packet.
+//! stated. Frames that carry bytes borrow them from the packet. The bytes
+//! of a symbol frame (SOURCE, REPAIR), and of a STREAM frame of the kinds
+//! that say so, run to the end of the payload that holds them and carry no
+//! length: such a frame is the last of its payload. Every full packet is
+//! one symbol frame and every full symbol ends in a stream frame, so this
+//! saves a length field twice per packet.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -46,6 +51,8 @@ mod kind {
     pub(super) const HANDSHAKE_DONE: u8 = 0x0d;
     pub(super) const CLOSE: u8 = 0x0e;
     pub(super) const NOISE: u8 = 0x0f;
+    pub(super) const STREAM_TO_END: u8 = 0x10;
+    pub(super) const STREAM_FIN_TO_END: u8 = 0x11;
 }
 
 /// Shows a payload by its length, so that logs of frames stay short.
@@ -58,7 +65,8 @@ impl fmt::Debug for Len<'_> {
 }
 
 /// A source symbol: stream data as the encoder numbered it, which the
-/// receiver also feeds to its decoder.
+/// receiver also feeds to its decoder. Its data runs to the end of the
+/// packet's payload, so it is the packet's last frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SourceFrame<'a> {
     /// The symbol's id.
@@ -78,7 +86,8 @@ impl fmt::Debug for SourceFrame<'_> {
 }
 
 /// A repair symbol: a combination of the source symbols of a window, from
-/// which the receiver rebuilds lost ones.
+/// which the receiver rebuilds lost ones. Its data runs to the end of the
+/// packet's payload, so it is the packet's last frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RepairFrame<'a> {
     /// The source symbols combined; its length is at least 1 and its end
@@ -115,26 +124,49 @@ pub struct StreamFrame<'a> {
     pub offset: u64,
     /// Whether the stream ends after `data`.
     pub fin: bool,
+    /// Whether `data` runs to the end of the payload that holds the frame
+    /// (a symbol padded to the symbol size, in practice), which makes the
+    /// frame the last of it: no length on the wire.
+    pub to_end: bool,
     /// The bytes.
     pub data: &'a [u8],
 }
 
 impl StreamFrame<'_> {
     /// How many bytes a stream frame takes before its data, so that the
-    /// packer can tell how much data fits in the room it has.
-    pub fn header_len(id: StreamId, offset: u64, len: usize) -> usize {
-        1 + varint_len(id.0) + varint_len(offset) + varint_len(len as u64)
+    /// packer can tell how much data fits in the room it has: for data of
+    /// `len` bytes, or `None` for data that runs to the end of the payload.
+    pub fn header_len(id: StreamId, offset: u64, len: Option<usize>) -> usize {
+        1 + varint_len(id.0) + varint_len(offset) + len.map_or(0, |len| varint_len(len as u64))
     }
 
     /// Appends a stream frame's type and fields up to its data, for data
-    /// of `len` bytes that the caller appends next: a sender whose buffer
-    /// is not one slice copies its parts straight after this, without
-    /// first making it contiguous.
-    pub fn emit_header(id: StreamId, offset: u64, fin: bool, len: usize, out: &mut Vec<u8>) {
-        out.push(if fin { kind::STREAM_FIN } else { kind::STREAM });
+    /// of `len` bytes (`None`: that run to the end of the payload) that the
+    /// caller appends next: a sender whose buffer is not one slice copies
+    /// its parts straight after this, without first making it contiguous.
+    pub fn emit_header(
+        id: StreamId,
+        offset: u64,
+        fin: bool,
+        len: Option<usize>,
+        out: &mut Vec<u8>,
+    ) {
+        out.push(match (fin, len.is_some()) {
+            (false, true) => kind::STREAM,
+            (true, true) => kind::STREAM_FIN,
+            (false, false) => kind::STREAM_TO_END,
+            (true, false) => kind::STREAM_FIN_TO_END,
+        });
         put_varint(out, id.0);
         put_varint(out, offset);
-        put_varint(out, len as u64);
+        if let Some(len) = len {
+            put_varint(out, len as u64);
+        }
+    }
+
+    /// The length field this frame carries: none if it runs to the end.
+    fn len_field(&self) -> Option<usize> {
+        (!self.to_end).then_some(self.data.len())
     }
 }
 
@@ -144,6 +176,7 @@ impl fmt::Debug for StreamFrame<'_> {
             .field("id", &self.id)
             .field("offset", &self.offset)
             .field("fin", &self.fin)
+            .field("to_end", &self.to_end)
             .field("data", &Len(self.data))
             .finish()
     }
@@ -277,7 +310,7 @@ impl<'a> Frame<'a> {
             kind::ACK => Frame::Ack(AckFrame::parse(r)?),
             kind::SOURCE => Frame::Source(SourceFrame {
                 id: SymbolId(r.varint("symbol id")?),
-                data: r.bytes_with_len(MAX_SYMBOL_SIZE, "source data")?,
+                data: r.bytes_to_end(MAX_SYMBOL_SIZE, "source data")?,
             }),
             kind::REPAIR => {
                 let first = SymbolId(r.varint("window first")?);
@@ -291,7 +324,7 @@ impl<'a> Frame<'a> {
                 if density > MAX_DENSITY && density != XOR_PARITY_DENSITY {
                     return Err(WireError::OutOfRange("density"));
                 }
-                let data = r.bytes_with_len(MAX_SYMBOL_SIZE, "repair data")?;
+                let data = r.bytes_to_end(MAX_SYMBOL_SIZE, "repair data")?;
                 Frame::Repair(RepairFrame {
                     window,
                     key,
@@ -299,18 +332,27 @@ impl<'a> Frame<'a> {
                     data,
                 })
             }
-            t @ (kind::STREAM | kind::STREAM_FIN) => {
+            t @ (kind::STREAM
+            | kind::STREAM_FIN
+            | kind::STREAM_TO_END
+            | kind::STREAM_FIN_TO_END) => {
                 let id = StreamId(r.varint("stream id")?);
                 let offset = r.varint("stream offset")?;
                 // A stream never reaches 2^62 bytes, so that every offset in
                 // it is a varint. `offset` is one, so this cannot underflow.
                 let room = VarInt::MAX.into_inner() - offset;
                 let max = usize::try_from(room).unwrap_or(usize::MAX);
+                let to_end = matches!(t, kind::STREAM_TO_END | kind::STREAM_FIN_TO_END);
                 Frame::Stream(StreamFrame {
                     id,
                     offset,
-                    fin: t == kind::STREAM_FIN,
-                    data: r.bytes_with_len(max, "stream data")?,
+                    fin: matches!(t, kind::STREAM_FIN | kind::STREAM_FIN_TO_END),
+                    to_end,
+                    data: if to_end {
+                        r.bytes_to_end(max, "stream data")?
+                    } else {
+                        r.bytes_with_len(max, "stream data")?
+                    },
                 })
             }
             kind::RESET_STREAM => Frame::ResetStream {
@@ -361,7 +403,7 @@ impl<'a> Frame<'a> {
             Frame::Source(s) => {
                 out.push(kind::SOURCE);
                 put_varint(out, s.id.0);
-                put_bytes(out, s.data);
+                out.extend_from_slice(s.data);
             }
             Frame::Repair(rep) => {
                 out.push(kind::REPAIR);
@@ -369,10 +411,10 @@ impl<'a> Frame<'a> {
                 put_varint(out, u64::from(rep.window.len));
                 put_varint(out, u64::from(rep.key.0));
                 out.push(rep.density);
-                put_bytes(out, rep.data);
+                out.extend_from_slice(rep.data);
             }
             Frame::Stream(s) => {
-                StreamFrame::emit_header(s.id, s.offset, s.fin, s.data.len(), out);
+                StreamFrame::emit_header(s.id, s.offset, s.fin, s.len_field(), out);
                 out.extend_from_slice(s.data);
             }
             Frame::ResetStream {
@@ -427,16 +469,16 @@ impl<'a> Frame<'a> {
             Frame::Padding(n) => return *n,
             Frame::Ping | Frame::HandshakeDone => 0,
             Frame::Ack(ack) => ack.encoded_len(),
-            Frame::Source(s) => varint_len(s.id.0) + bytes_len(s.data),
+            Frame::Source(s) => varint_len(s.id.0) + s.data.len(),
             Frame::Repair(rep) => {
                 varint_len(rep.window.first.0)
                     + varint_len(u64::from(rep.window.len))
                     + varint_len(u64::from(rep.key.0))
                     + 1
-                    + bytes_len(rep.data)
+                    + rep.data.len()
             }
             Frame::Stream(s) => {
-                return StreamFrame::header_len(s.id, s.offset, s.data.len()) + s.data.len()
+                return StreamFrame::header_len(s.id, s.offset, s.len_field()) + s.data.len()
             }
             Frame::ResetStream {
                 id,
@@ -543,7 +585,7 @@ mod tests {
                 id: SymbolId(0x25),
                 data: b"ab",
             }),
-            &[0x03, 0x25, 0x02, b'a', b'b'],
+            &[0x03, 0x25, b'a', b'b'],
         );
         roundtrip(
             Frame::Repair(RepairFrame {
@@ -552,13 +594,14 @@ mod tests {
                 density: 0x0f,
                 data: b"x",
             }),
-            &[0x04, 0x40, 0x40, 0x10, 0x41, 0x02, 0x0f, 0x01, b'x'],
+            &[0x04, 0x40, 0x40, 0x10, 0x41, 0x02, 0x0f, b'x'],
         );
         roundtrip(
             Frame::Stream(StreamFrame {
                 id: StreamId::new(Side::Server, 2),
                 offset: 0x3fff,
                 fin: false,
+                to_end: false,
                 data: b"hi",
             }),
             &[0x05, 0x05, 0x7f, 0xff, 0x02, b'h', b'i'],
@@ -568,9 +611,30 @@ mod tests {
                 id: StreamId(0),
                 offset: 0,
                 fin: true,
+                to_end: false,
                 data: b"",
             }),
             &[0x06, 0x00, 0x00, 0x00],
+        );
+        roundtrip(
+            Frame::Stream(StreamFrame {
+                id: StreamId(1),
+                offset: 0x25,
+                fin: false,
+                to_end: true,
+                data: b"hi",
+            }),
+            &[0x10, 0x01, 0x25, b'h', b'i'],
+        );
+        roundtrip(
+            Frame::Stream(StreamFrame {
+                id: StreamId(1),
+                offset: 0x25,
+                fin: true,
+                to_end: true,
+                data: b"",
+            }),
+            &[0x11, 0x01, 0x25],
         );
         roundtrip(
             Frame::ResetStream {
@@ -677,7 +741,7 @@ mod tests {
 
     #[test]
     fn unknown_frame_types_are_refused() {
-        for t in [0x10, 0x11, 0x40, 0xff] {
+        for t in [0x12, 0x13, 0x40, 0xff] {
             assert_eq!(Frame::parse(&[t]), Err(WireError::UnknownFrame(t)));
         }
     }
@@ -779,15 +843,48 @@ mod tests {
         out
     }
 
+    fn with_data_to_end(prefix: &[u8], len: usize) -> Vec<u8> {
+        let mut out = prefix.to_vec();
+        out.resize(out.len() + len, 0xaa);
+        out
+    }
+
     #[test]
     fn symbols_up_to_max_symbol_size() {
         for prefix in [&[kind::SOURCE, 0x00][..], &[kind::REPAIR, 0, 1, 0, 0]] {
-            assert!(parse(&with_data(prefix, MAX_SYMBOL_SIZE)).is_ok());
+            assert!(parse(&with_data_to_end(prefix, MAX_SYMBOL_SIZE)).is_ok());
             assert!(matches!(
-                parse(&with_data(prefix, MAX_SYMBOL_SIZE + 1)),
+                parse(&with_data_to_end(prefix, MAX_SYMBOL_SIZE + 1)),
                 Err(WireError::OutOfRange(_))
             ));
         }
+    }
+
+    #[test]
+    fn symbol_frames_and_stream_frames_to_the_end_take_every_byte_left() {
+        let stream = [kind::STREAM, 0x00, 0x00, 0x02, b'a', b'b'];
+        let mut packet = stream.to_vec();
+        packet.extend_from_slice(&[kind::STREAM_TO_END, 0x00, 0x02, b'c', 0x00, 0x00]);
+        let frames: Vec<_> = Frames::new(&packet).collect();
+        assert_eq!(frames.len(), 2, "{frames:?}");
+        assert_eq!(
+            frames[1],
+            Ok(Frame::Stream(StreamFrame {
+                id: StreamId(0),
+                offset: 2,
+                fin: false,
+                to_end: true,
+                data: &[b'c', 0, 0],
+            }))
+        );
+        let source = [kind::SOURCE, 0x07, kind::PING, 0x00];
+        assert_eq!(
+            Frames::new(&source).collect::<Vec<_>>(),
+            vec![Ok(Frame::Source(SourceFrame {
+                id: SymbolId(7),
+                data: &[kind::PING, 0x00],
+            }))]
+        );
     }
 
     #[test]
@@ -807,6 +904,16 @@ mod tests {
             put_varint(&mut prefix, offset);
             with_data(&prefix, len)
         };
+        let stream_to_end = |offset: u64, len: usize| {
+            let mut prefix = vec![kind::STREAM_TO_END, 0x00];
+            put_varint(&mut prefix, offset);
+            with_data_to_end(&prefix, len)
+        };
+        assert!(parse(&stream_to_end(max - 3, 3)).is_ok());
+        assert_eq!(
+            parse(&stream_to_end(max - 3, 4)),
+            Err(WireError::OutOfRange("stream data"))
+        );
         assert!(parse(&stream(max - 3, 3)).is_ok());
         assert_eq!(
             parse(&stream(max - 3, 4)),
@@ -823,24 +930,28 @@ mod tests {
     fn stream_header_len_matches_the_encoding() {
         for (id, offset, len) in [(0, 0, 0), (0x40, 0x4000, 0x40), (0x3fff, 1 << 40, 9000)] {
             let data = vec![1; len];
-            let frame = Frame::Stream(StreamFrame {
-                id: StreamId(id),
-                offset,
-                fin: false,
-                data: &data,
-            });
-            assert_eq!(
-                StreamFrame::header_len(StreamId(id), offset, len) + len,
-                emit(&frame).len()
-            );
+            for to_end in [false, true] {
+                let frame = Frame::Stream(StreamFrame {
+                    id: StreamId(id),
+                    offset,
+                    fin: false,
+                    to_end,
+                    data: &data,
+                });
+                let len_field = (!to_end).then_some(len);
+                assert_eq!(
+                    StreamFrame::header_len(StreamId(id), offset, len_field) + len,
+                    emit(&frame).len()
+                );
+            }
         }
     }
 
     #[test]
     fn a_length_past_the_input_is_truncated() {
         assert_eq!(
-            parse(&[kind::SOURCE, 0x00, 0x03, 0xaa, 0xaa]),
-            Err(WireError::Truncated("source data"))
+            parse(&[kind::STREAM, 0x00, 0x00, 0x03, 0xaa, 0xaa]),
+            Err(WireError::Truncated("stream data"))
         );
     }
 

@@ -187,6 +187,19 @@ impl<'a> Reader<'a> {
         self.bytes = rest;
         Ok(bytes)
     }
+
+    /// Every byte left, at most `max` of them: the data of a frame that runs
+    /// to the end of its payload.
+    pub(crate) fn bytes_to_end(
+        &mut self,
+        max: usize,
+        what: &'static str,
+    ) -> Result<&'a [u8], WireError> {
+        if self.bytes.len() > max {
+            return Err(WireError::OutOfRange(what));
+        }
+        Ok(std::mem::take(&mut self.bytes))
+    }
 }
 
 #[cfg(test)]
@@ -286,5 +299,19 @@ mod tests {
             r.bytes_with_len(3, "data"),
             Err(WireError::Truncated("data"))
         );
+    }
+
+    #[test]
+    fn reader_takes_the_rest_up_to_its_maximum() {
+        let mut r = Reader::new(&[1, 2, 3]);
+        assert_eq!(r.bytes_to_end(3, "data"), Ok(&[1u8, 2, 3][..]));
+        assert!(r.rest().is_empty());
+        assert_eq!(r.bytes_to_end(3, "data"), Ok(&[][..]));
+        let mut r = Reader::new(&[1, 2, 3]);
+        assert_eq!(
+            r.bytes_to_end(2, "data"),
+            Err(WireError::OutOfRange("data"))
+        );
+        assert_eq!(r.rest(), &[1, 2, 3]);
     }
 }

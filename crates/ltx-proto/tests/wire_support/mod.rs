@@ -131,16 +131,17 @@ fn params() -> impl Strategy<Value = TransportParams> {
 }
 
 fn stream() -> impl Strategy<Value = StreamFrame<'static>> {
-    (varint(), any::<bool>(), bytes(2000))
-        .prop_flat_map(|(id, fin, data)| {
+    (varint(), any::<bool>(), any::<bool>(), bytes(2000))
+        .prop_flat_map(|(id, fin, to_end, data)| {
             let room = MAX - data.len() as u64;
             let offset = prop_oneof![0..=room.min(1 << 20), 0..=room, Just(room)];
-            (Just(id), offset, Just(fin), Just(data))
+            (Just(id), offset, Just(fin), Just(to_end), Just(data))
         })
-        .prop_map(|(id, offset, fin, data)| StreamFrame {
+        .prop_map(|(id, offset, fin, to_end, data)| StreamFrame {
             id: StreamId(id),
             offset,
             fin,
+            to_end,
             data,
         })
 }
@@ -197,9 +198,32 @@ pub(crate) fn frame() -> impl Strategy<Value = Frame<'static>> {
     ]
 }
 
-/// A header and the frames after it.
+/// Whether a frame's bytes run to the end of its payload, which makes it
+/// the payload's last frame.
+pub(crate) fn runs_to_end(frame: &Frame<'_>) -> bool {
+    match frame {
+        Frame::Source(_) | Frame::Repair(_) => true,
+        Frame::Stream(s) => s.to_end,
+        _ => false,
+    }
+}
+
+/// Frames that carry their own length, any number of them in a row.
+pub(crate) fn delimited_frames() -> impl Strategy<Value = Vec<Frame<'static>>> {
+    vec(
+        frame().prop_filter("runs to the end", |f| !runs_to_end(f)),
+        0..8,
+    )
+}
+
+/// A header and the frames after it; only the last may run to the end.
 pub(crate) fn packet() -> impl Strategy<Value = (Header, Vec<Frame<'static>>)> {
-    (header(), vec(frame(), 0..8))
+    (header(), delimited_frames(), proptest::option::of(frame())).prop_map(
+        |(header, mut frames, last)| {
+            frames.extend(last);
+            (header, frames)
+        },
+    )
 }
 
 /// The bytes of a packet.
