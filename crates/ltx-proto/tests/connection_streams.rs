@@ -111,6 +111,35 @@ fn read_all(conn: &mut Connection, id: ltx_proto::StreamId) -> (Vec<u8>, bool) {
     }
 }
 
+/// Opens a client stream per payload, writes and finishes each, and runs
+/// until the server has read every one to its FIN; returns the streams and
+/// what the server read from each.
+fn send_and_read_all(
+    pair: &mut Pair,
+    payloads: &[&[u8]],
+) -> (Vec<ltx_proto::StreamId>, Vec<Vec<u8>>) {
+    let ids: Vec<_> = payloads
+        .iter()
+        .map(|payload| {
+            let id = pair.client.open_stream().expect("stream");
+            assert_eq!(pair.client.write(id, payload), Ok(payload.len()));
+            pair.client.finish(id).unwrap();
+            id
+        })
+        .collect();
+    let mut got = vec![Vec::new(); ids.len()];
+    let mut fin = vec![false; ids.len()];
+    pair.run_until(Duration::from_secs(10), |pair| {
+        for (i, &id) in ids.iter().enumerate() {
+            let (data, finished) = read_all(&mut pair.server, id);
+            got[i].extend(data);
+            fin[i] |= finished;
+        }
+        fin.iter().all(|&f| f)
+    });
+    (ids, got)
+}
+
 #[test]
 fn handshake_completes_in_one_round_trip() {
     let mut pair = Pair::default();
@@ -131,30 +160,15 @@ fn handshake_completes_in_one_round_trip() {
 fn data_flows_both_ways_on_several_streams() {
     let mut pair = Pair::default();
     pair.connect();
-    let a = pair.client.open_stream().expect("stream");
-    let b = pair.client.open_stream().expect("stream");
     let payload_a: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
     let payload_b = b"second stream".to_vec();
-    assert_eq!(pair.client.write(a, &payload_a), Ok(payload_a.len()));
-    assert_eq!(pair.client.write(b, &payload_b), Ok(payload_b.len()));
-    pair.client.finish(a).unwrap();
-    pair.client.finish(b).unwrap();
-    let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
-    let (mut fin_a, mut fin_b) = (false, false);
-    pair.run_until(Duration::from_secs(10), |pair| {
-        let (data, fin) = read_all(&mut pair.server, a);
-        got_a.extend(data);
-        fin_a |= fin;
-        let (data, fin) = read_all(&mut pair.server, b);
-        got_b.extend(data);
-        fin_b |= fin;
-        fin_a && fin_b
-    });
+    let (ids, got) = send_and_read_all(&mut pair, &[&payload_a, &payload_b]);
+    let (a, b) = (ids[0], ids[1]);
     let first = pair.server.accept_stream().expect("first stream");
     let second = pair.server.accept_stream().expect("second stream");
     assert_eq!((first, second), (a, b));
-    assert_eq!(got_a, payload_a);
-    assert_eq!(got_b, payload_b);
+    assert_eq!(got[0], payload_a);
+    assert_eq!(got[1], payload_b);
 
     // The server answers on the same stream.
     pair.server.write(a, b"pong").unwrap();
@@ -176,27 +190,11 @@ fn data_flows_both_ways_on_several_streams() {
 fn zero_bytes_at_symbol_ends_arrive_as_sent() {
     let mut pair = Pair::default();
     pair.connect();
-    let zeros = pair.client.open_stream().expect("stream");
-    let sparse = pair.client.open_stream().expect("stream");
     let payload_zeros = vec![0u8; 50_000];
     let payload_sparse: Vec<u8> = (0..120_001u32).map(|i| u8::from(i % 1000 == 0)).collect();
-    assert_eq!(pair.client.write(zeros, &payload_zeros), Ok(50_000));
-    assert_eq!(pair.client.write(sparse, &payload_sparse), Ok(120_001));
-    pair.client.finish(zeros).unwrap();
-    pair.client.finish(sparse).unwrap();
-    let (mut got_zeros, mut got_sparse) = (Vec::new(), Vec::new());
-    let (mut fin_zeros, mut fin_sparse) = (false, false);
-    pair.run_until(Duration::from_secs(10), |pair| {
-        let (data, fin) = read_all(&mut pair.server, zeros);
-        got_zeros.extend(data);
-        fin_zeros |= fin;
-        let (data, fin) = read_all(&mut pair.server, sparse);
-        got_sparse.extend(data);
-        fin_sparse |= fin;
-        fin_zeros && fin_sparse
-    });
-    assert!(got_zeros == payload_zeros, "{} bytes", got_zeros.len());
-    assert!(got_sparse == payload_sparse, "{} bytes", got_sparse.len());
+    let (_, got) = send_and_read_all(&mut pair, &[&payload_zeros, &payload_sparse]);
+    assert!(got[0] == payload_zeros, "{} bytes", got[0].len());
+    assert!(got[1] == payload_sparse, "{} bytes", got[1].len());
 }
 
 #[test]
