@@ -22,7 +22,7 @@ pub(crate) const DECODER_HISTORY: u16 = 8192;
 ///   `symbol_size` bytes (its encoder ring) plus `send_buffer` bytes per
 ///   stream;
 /// - the receiver's decoder holds `max_window + 8192` symbols (allocated on
-///   the first symbol: at the defaults 24 576 × 1348 bytes, about 33 MB),
+///   the first symbol: at the defaults 24 576 × 1352 bytes, about 33 MB),
 ///   and its pending repair equations are bounded by the same window (it
 ///   keeps them reduced, one per unknown symbol at most, and drops the
 ///   redundant ones); symbols beyond the window it announced are refused;

@@ -345,7 +345,7 @@ impl Pair {
         let dcid = if kind & 0x80 == 0 {
             dcid
         } else {
-            ConnectionId(input.u64())
+            ConnectionId(input.u64() as u32)
         };
         let len = usize::from(input.u16() % 1500);
         let (datagram, genuine) = match kind % 5 {
@@ -1256,7 +1256,7 @@ pub fn accept(data: &[u8]) -> AcceptOutcome {
                     cookie[bit / 8] ^= 1 << (bit % 8);
                 }
                 let dcid = if flags & 2 != 0 {
-                    ConnectionId(input.id(issued.dcid.0))
+                    ConnectionId(input.id(u64::from(issued.dcid.0)) as u32)
                 } else {
                     issued.dcid
                 };
@@ -1280,7 +1280,7 @@ pub fn accept(data: &[u8]) -> AcceptOutcome {
                 let datagram = if op & 0x10 != 0 {
                     input.bytes(len).to_vec()
                 } else {
-                    forged_initial(ConnectionId(input.u64()), input.u64(), len)
+                    forged_initial(ConnectionId(input.u64() as u32), input.u64(), len)
                 };
                 run.receive(from, &datagram);
             }
@@ -1289,7 +1289,7 @@ pub fn accept(data: &[u8]) -> AcceptOutcome {
                 let count = u32::from(input.u8()) % MAX_FLOOD;
                 for _ in 0..count {
                     let from = flood_address(flood);
-                    let packet = forged_initial(ConnectionId(u64::from(flood)), 0, MIN_INITIAL);
+                    let packet = forged_initial(ConnectionId(flood), 0, MIN_INITIAL);
                     flood += 1;
                     run.receive(from, &packet);
                 }
@@ -1323,7 +1323,7 @@ pub fn accept(data: &[u8]) -> AcceptOutcome {
             11 if !clients.is_empty() => {
                 let at = usize::from(op >> 4) % clients.len();
                 let client = &mut clients[at];
-                let dcid = ConnectionId(input.u64());
+                let dcid = ConnectionId(input.u64() as u32);
                 let len = 1 + usize::from(input.u8()) % MAX_COOKIE_LEN;
                 let cookie = input.bytes(len);
                 if !cookie.is_empty() {

@@ -22,6 +22,11 @@ use crate::connection::Connection;
 use crate::error::ConnectError;
 use crate::socket::{SendQueue, UdpIo};
 
+/// How many seeds a new connection tries before giving up on a connection
+/// id that no other connection of the endpoint uses: ids have 32 bits, so
+/// a clash is rare and a run of them means the space is nearly full.
+const CID_ATTEMPTS: usize = 16;
+
 /// How an endpoint's connections authenticate their peers and protect
 /// their packets.
 #[derive(Debug, Clone)]
@@ -380,26 +385,34 @@ impl Endpoint {
             if state.slots.len() >= state.config.max_connections {
                 return Err(ConnectError::TooManyConnections);
             }
-            let seed = state.rng.random();
-            let transport = state.config.transport.clone();
             let now = Instant::now();
-            let proto = match &state.config.security {
-                Security::Noise(security) => {
-                    let entropy = entropy().ok_or_else(|| {
-                        ConnectError::EndpointFailed("no operating system randomness".into())
-                    })?;
-                    ltx_proto::Connection::secure_client(
-                        transport,
-                        security.clone(),
-                        server_key,
-                        now,
-                        seed,
-                        entropy,
-                    )
+            let mut fresh = None;
+            for _ in 0..CID_ATTEMPTS {
+                let seed = state.rng.random();
+                let transport = state.config.transport.clone();
+                let proto = match &state.config.security {
+                    Security::Noise(security) => {
+                        let entropy = entropy().ok_or_else(|| {
+                            ConnectError::EndpointFailed("no operating system randomness".into())
+                        })?;
+                        ltx_proto::Connection::secure_client(
+                            transport,
+                            security.clone(),
+                            server_key,
+                            now,
+                            seed,
+                            entropy,
+                        )
+                    }
+                    Security::Plain => ltx_proto::Connection::client(transport, now, seed),
                 }
-                Security::Plain => ltx_proto::Connection::client(transport, now, seed),
+                .map_err(ConnectError::Config)?;
+                if !state.by_cid.contains_key(&proto.local_cid()) {
+                    fresh = Some(proto);
+                    break;
+                }
             }
-            .map_err(ConnectError::Config)?;
+            let proto = fresh.ok_or(ConnectError::TooManyConnections)?;
             let key = state.insert(proto, server, None);
             state.slots.get_mut(&key).expect("just inserted").handed_out = true;
             key
@@ -590,22 +603,32 @@ impl State {
             Decision::Retry(retry) => return Route::Retry(retry),
             Decision::Refuse(_) => return Route::Nowhere,
         };
-        let seed = self.rng.random();
-        let transport = self.config.transport.clone();
-        let proto = match &self.config.security {
-            Security::Noise(security) => match entropy() {
-                Some(entropy) => ltx_proto::Connection::secure_server(
-                    transport,
-                    security.clone(),
-                    now,
-                    seed,
-                    entropy,
-                ),
-                None => return Route::Nowhere,
-            },
-            Security::Plain => ltx_proto::Connection::server(transport, now, seed),
-        };
-        let Ok(mut proto) = proto else {
+        let mut fresh = None;
+        for _ in 0..CID_ATTEMPTS {
+            let seed = self.rng.random();
+            let transport = self.config.transport.clone();
+            let proto = match &self.config.security {
+                Security::Noise(security) => match entropy() {
+                    Some(entropy) => ltx_proto::Connection::secure_server(
+                        transport,
+                        security.clone(),
+                        now,
+                        seed,
+                        entropy,
+                    ),
+                    None => return Route::Nowhere,
+                },
+                Security::Plain => ltx_proto::Connection::server(transport, now, seed),
+            };
+            let Ok(proto) = proto else {
+                return Route::Nowhere;
+            };
+            if !self.by_cid.contains_key(&proto.local_cid()) {
+                fresh = Some(proto);
+                break;
+            }
+        }
+        let Some(mut proto) = fresh else {
             return Route::Nowhere;
         };
         if accepted.address_validated {

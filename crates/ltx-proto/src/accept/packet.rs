@@ -8,8 +8,8 @@
 //! Retry, server to client:
 //! byte 0      0x70
 //! byte 1      version
-//! bytes 2-9   the destination connection id of the client's Initial
-//! byte 10     cookie length, 1 to MAX_COOKIE_LEN
+//! bytes 2-5   the destination connection id of the client's Initial
+//! byte 6      cookie length, 1 to MAX_COOKIE_LEN
 //! then        the cookie
 //!
 //! An Initial that carries a cookie, client to server:
@@ -51,14 +51,14 @@ impl<'a> RetryPacket<'a> {
         if flags != RETRY_FLAGS || version != VERSION {
             return None;
         }
-        let (dcid, rest) = rest.split_first_chunk::<8>()?;
+        let (dcid, rest) = rest.split_first_chunk::<4>()?;
         let (&len, cookie) = rest.split_first()?;
         let len = usize::from(len);
         if len == 0 || len > MAX_COOKIE_LEN || cookie.len() != len {
             return None;
         }
         Some(RetryPacket {
-            initial_dcid: ConnectionId(u64::from_be_bytes(*dcid)),
+            initial_dcid: ConnectionId(u32::from_be_bytes(*dcid)),
             cookie,
         })
     }
@@ -138,7 +138,7 @@ mod tests {
     use super::*;
     use crate::wire::PacketNumber;
 
-    fn initial(dcid: u64) -> Vec<u8> {
+    fn initial(dcid: u32) -> Vec<u8> {
         let mut out = Vec::new();
         Header {
             packet_type: PacketType::Initial,
@@ -154,12 +154,12 @@ mod tests {
     #[test]
     fn a_retry_round_trips_and_is_no_ordinary_packet() {
         let retry = RetryPacket {
-            initial_dcid: ConnectionId(0x0102_0304_0506_0708),
+            initial_dcid: ConnectionId(0x0102_0304),
             cookie: &[9; 24],
         };
         let mut out = Vec::new();
         retry.emit(&mut out);
-        assert_eq!(out.len(), 11 + 24);
+        assert_eq!(out.len(), 7 + 24);
         assert_eq!(RetryPacket::parse(&out), Some(retry));
         assert!(Header::parse(&out).is_err());
         assert_eq!(InitialDatagram::parse(&out), None);
@@ -185,7 +185,7 @@ mod tests {
         let read = InitialDatagram::parse(&wrapped).expect("an initial with a cookie");
         assert_eq!(read.cookie, Some(&[5u8; 24][..]));
         assert_eq!(read.packet, &packet[..]);
-        for len in 0..wrapped.len() - packet.len() + 10 {
+        for len in 0..wrapped.len() - packet.len() + 6 {
             assert_eq!(InitialDatagram::parse(&wrapped[..len]), None, "{len}");
         }
     }

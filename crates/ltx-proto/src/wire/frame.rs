@@ -198,7 +198,7 @@ impl HandshakeFrame {
     pub fn parse_body(bytes: &[u8]) -> Result<HandshakeFrame, WireError> {
         let mut r = Reader::new(bytes);
         let frame = HandshakeFrame {
-            source_cid: ConnectionId(r.u64_be("source connection id")?),
+            source_cid: ConnectionId(r.u32_be("source connection id")?),
             params: TransportParams::parse(&mut r)?,
         };
         if !r.rest().is_empty() {
@@ -371,7 +371,7 @@ impl<'a> Frame<'a> {
             },
             kind::MAX_STREAMS => Frame::MaxStreams(r.varint("max streams")?),
             kind::HANDSHAKE => Frame::Handshake(HandshakeFrame {
-                source_cid: ConnectionId(r.u64_be("source connection id")?),
+                source_cid: ConnectionId(r.u32_be("source connection id")?),
                 params: TransportParams::parse(r)?,
             }),
             kind::HANDSHAKE_DONE => Frame::HandshakeDone,
@@ -488,7 +488,7 @@ impl<'a> Frame<'a> {
             Frame::StopSending { id, error_code } => varint_len(id.0) + varint_len(*error_code),
             Frame::MaxData(max) | Frame::MaxStreams(max) => varint_len(*max),
             Frame::MaxStreamData { id, max } => varint_len(id.0) + varint_len(*max),
-            Frame::Handshake(h) => 8 + h.params.encoded_len(),
+            Frame::Handshake(h) => 4 + h.params.encoded_len(),
             Frame::Close(c) => varint_len(c.code) + bytes_len(c.reason),
             Frame::Noise(message) => bytes_len(message),
         };
@@ -706,7 +706,7 @@ mod tests {
     #[test]
     fn handshake_encoding() {
         let frame = Frame::Handshake(HandshakeFrame {
-            source_cid: ConnectionId(0x0102_0304_0506_0708),
+            source_cid: ConnectionId(0x0102_0304),
             params: TransportParams {
                 max_datagram: 1200,
                 symbol_size: 1,
@@ -720,8 +720,7 @@ mod tests {
         roundtrip(
             frame,
             &[
-                0x0c, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x44, 0xb0, 0x01, 0x01, 0x00,
-                0x00, 0x00, 0x00,
+                0x0c, 0x01, 0x02, 0x03, 0x04, 0x44, 0xb0, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00,
             ],
         );
     }

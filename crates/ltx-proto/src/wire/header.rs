@@ -3,7 +3,7 @@
 //! ```text
 //! byte 0     0 1 T T K R R R   fixed 0b01, packet type, key phase, reserved
 //! byte 1     version
-//! bytes 2-9  destination connection id, big-endian
+//! bytes 2-5  destination connection id, big-endian
 //! then       packet number, varint
 //! ```
 //!
@@ -18,7 +18,7 @@ pub const VERSION: u8 = 0x01;
 
 /// The longest a header can be: flags, version, connection id and an
 /// 8-byte packet number.
-pub const MAX_HEADER_LEN: usize = 1 + 1 + 8 + 8;
+pub const MAX_HEADER_LEN: usize = 1 + 1 + 4 + 8;
 
 /// Bits 7–6 of the first byte: always `0b01`, so that a stray datagram of
 /// another protocol is unlikely to pass for ltx.
@@ -94,7 +94,7 @@ impl Header {
         if flags & RESERVED_MASK != 0 {
             return Err(WireError::ReservedBits(flags));
         }
-        let dcid = ConnectionId(r.u64_be("destination connection id")?);
+        let dcid = ConnectionId(r.u32_be("destination connection id")?);
         let number = PacketNumber(r.varint("packet number")?);
         let header = Header {
             packet_type,
@@ -123,7 +123,7 @@ impl Header {
     /// How many bytes [`Header::emit`] appends.
     #[allow(clippy::len_without_is_empty)] // a header is never empty
     pub fn len(&self) -> usize {
-        1 + 1 + 8 + varint_len(self.number.0)
+        1 + 1 + 4 + varint_len(self.number.0)
     }
 }
 
@@ -135,7 +135,7 @@ mod tests {
         Header {
             packet_type: PacketType::Data,
             key_phase: true,
-            dcid: ConnectionId(0x0102_0304_0506_0708),
+            dcid: ConnectionId(0x0102_0304),
             number: PacketNumber(0x25),
         }
     }
@@ -144,14 +144,11 @@ mod tests {
     fn known_encoding() {
         let mut out = Vec::new();
         header().emit(&mut out);
-        assert_eq!(
-            out,
-            [0x68, 0x01, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x25]
-        );
+        assert_eq!(out, [0x68, 0x01, 0x01, 0x02, 0x03, 0x04, 0x25]);
         assert_eq!(header().len(), out.len());
         // Frames follow the header; parsing stops where they start.
         out.push(0x01);
-        assert_eq!(Header::parse(&out), Ok((header(), 11)));
+        assert_eq!(Header::parse(&out), Ok((header(), 7)));
     }
 
     #[test]

@@ -5,12 +5,19 @@ use std::fmt;
 
 /// The id by which an endpoint finds the connection a datagram belongs to,
 /// chosen by the endpoint that receives under it.
+///
+/// Four bytes on the wire, in every packet's header: eight, as QUIC
+/// allows, cost 0.3 % of every full datagram. An endpoint draws its ids at
+/// random and draws again on a clash with one of its own connections. The
+/// client's first id for the server is random too, and a retry must echo it
+/// (see [`crate::accept`]): an off-path host that forges one guesses right
+/// once in 2^32 datagrams, and a right guess only makes that handshake fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct ConnectionId(pub u64);
+pub struct ConnectionId(pub u32);
 
 impl fmt::Display for ConnectionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:016x}", self.0)
+        write!(f, "{:08x}", self.0)
     }
 }
 
@@ -128,7 +135,7 @@ mod tests {
 
     #[test]
     fn display() {
-        assert_eq!(ConnectionId(0xab).to_string(), "00000000000000ab");
+        assert_eq!(ConnectionId(0xab).to_string(), "000000ab");
         assert_eq!(PacketNumber(7).to_string(), "pn 7");
         assert_eq!(StreamId(4).to_string(), "stream 4");
         assert_eq!(Side::Server.peer().to_string(), "client");

@@ -149,13 +149,13 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
-    pub(crate) fn u64_be(&mut self, what: &'static str) -> Result<u64, WireError> {
+    pub(crate) fn u32_be(&mut self, what: &'static str) -> Result<u32, WireError> {
         let (bytes, rest) = self
             .bytes
-            .split_first_chunk::<8>()
+            .split_first_chunk::<4>()
             .ok_or(WireError::Truncated(what))?;
         self.bytes = rest;
-        Ok(u64::from_be_bytes(*bytes))
+        Ok(u32::from_be_bytes(*bytes))
     }
 
     pub(crate) fn varint(&mut self, what: &'static str) -> Result<u64, WireError> {

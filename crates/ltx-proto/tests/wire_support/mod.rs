@@ -44,7 +44,7 @@ pub(crate) fn header() -> impl Strategy<Value = Header> {
             Just(PacketType::Data)
         ],
         any::<bool>(),
-        any::<u64>(),
+        any::<u32>(),
         varint(),
     )
         .prop_map(|(packet_type, key_phase, dcid, number)| Header {
@@ -188,7 +188,7 @@ pub(crate) fn frame() -> impl Strategy<Value = Frame<'static>> {
             max
         }),
         varint().prop_map(Frame::MaxStreams),
-        (any::<u64>(), params()).prop_map(|(cid, params)| Frame::Handshake(HandshakeFrame {
+        (any::<u32>(), params()).prop_map(|(cid, params)| Frame::Handshake(HandshakeFrame {
             source_cid: ConnectionId(cid),
             params
         })),
