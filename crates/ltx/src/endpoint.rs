@@ -27,6 +27,24 @@ use crate::socket::{SendQueue, UdpIo};
 /// a clash is rare and a run of them means the space is nearly full.
 const CID_ATTEMPTS: usize = 16;
 
+/// Builds a connection with `build`, from fresh seeds of `rng`, until its
+/// local connection id is one that `taken` does not route yet: at most
+/// [`CID_ATTEMPTS`] times, then `Ok(None)`. An error of `build` ends the
+/// search.
+fn with_unused_cid<E>(
+    rng: &mut SmallRng,
+    taken: &HashMap<ConnectionId, ConnectionKey>,
+    mut build: impl FnMut(u64) -> Result<ltx_proto::Connection, E>,
+) -> Result<Option<ltx_proto::Connection>, E> {
+    for _ in 0..CID_ATTEMPTS {
+        let proto = build(rng.random())?;
+        if !taken.contains_key(&proto.local_cid()) {
+            return Ok(Some(proto));
+        }
+    }
+    Ok(None)
+}
+
 /// How an endpoint's connections authenticate their peers and protect
 /// their packets.
 #[derive(Debug, Clone)]
@@ -386,11 +404,10 @@ impl Endpoint {
                 return Err(ConnectError::TooManyConnections);
             }
             let now = Instant::now();
-            let mut fresh = None;
-            for _ in 0..CID_ATTEMPTS {
-                let seed = state.rng.random();
-                let transport = state.config.transport.clone();
-                let proto = match &state.config.security {
+            let fields = &mut *state;
+            let proto = with_unused_cid(&mut fields.rng, &fields.by_cid, |seed| {
+                let transport = fields.config.transport.clone();
+                match &fields.config.security {
                     Security::Noise(security) => {
                         let entropy = entropy().ok_or_else(|| {
                             ConnectError::EndpointFailed("no operating system randomness".into())
@@ -406,13 +423,9 @@ impl Endpoint {
                     }
                     Security::Plain => ltx_proto::Connection::client(transport, now, seed),
                 }
-                .map_err(ConnectError::Config)?;
-                if !state.by_cid.contains_key(&proto.local_cid()) {
-                    fresh = Some(proto);
-                    break;
-                }
-            }
-            let proto = fresh.ok_or(ConnectError::TooManyConnections)?;
+                .map_err(ConnectError::Config)
+            })?
+            .ok_or(ConnectError::TooManyConnections)?;
             let key = state.insert(proto, server, None);
             state.slots.get_mut(&key).expect("just inserted").handed_out = true;
             key
@@ -603,32 +616,27 @@ impl State {
             Decision::Retry(retry) => return Route::Retry(retry),
             Decision::Refuse(_) => return Route::Nowhere,
         };
-        let mut fresh = None;
-        for _ in 0..CID_ATTEMPTS {
-            let seed = self.rng.random();
-            let transport = self.config.transport.clone();
-            let proto = match &self.config.security {
-                Security::Noise(security) => match entropy() {
-                    Some(entropy) => ltx_proto::Connection::secure_server(
+        let config = &self.config;
+        let built = with_unused_cid(&mut self.rng, &self.by_cid, |seed| {
+            let transport = config.transport.clone();
+            match &config.security {
+                Security::Noise(security) => {
+                    let entropy = entropy().ok_or(())?;
+                    ltx_proto::Connection::secure_server(
                         transport,
                         security.clone(),
                         now,
                         seed,
                         entropy,
-                    ),
-                    None => return Route::Nowhere,
-                },
-                Security::Plain => ltx_proto::Connection::server(transport, now, seed),
-            };
-            let Ok(proto) = proto else {
-                return Route::Nowhere;
-            };
-            if !self.by_cid.contains_key(&proto.local_cid()) {
-                fresh = Some(proto);
-                break;
+                    )
+                    .map_err(drop)
+                }
+                Security::Plain => {
+                    ltx_proto::Connection::server(transport, now, seed).map_err(drop)
+                }
             }
-        }
-        let Some(mut proto) = fresh else {
+        });
+        let Ok(Some(mut proto)) = built else {
             return Route::Nowhere;
         };
         if accepted.address_validated {
@@ -816,4 +824,49 @@ fn fail(shared: &Shared, error: &io::Error) {
         slot.wakers.wake_all();
     }
     state.accept_wakers.drain(..).for_each(Waker::wake);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(seed: u64) -> ltx_proto::Connection {
+        ltx_proto::Connection::client(TransportConfig::default(), Instant::now(), seed)
+            .expect("the default transport settings are valid")
+    }
+
+    #[test]
+    fn a_new_connection_takes_no_connection_id_in_use() {
+        // The seeds the generator will give, and the ids they make: the
+        // first two are taken, so the third seed's connection is the one.
+        let mut ahead = SmallRng::seed_from_u64(7);
+        let seeds: Vec<u64> = (0..3).map(|_| ahead.random()).collect();
+        let taken: HashMap<_, _> = seeds[..2]
+            .iter()
+            .zip(0..)
+            .map(|(&seed, key)| (client(seed).local_cid(), ConnectionKey(key)))
+            .collect();
+        assert_eq!(taken.len(), 2, "two seeds gave one id");
+        let mut rng = SmallRng::seed_from_u64(7);
+        let built = with_unused_cid(&mut rng, &taken, |seed| Ok::<_, ()>(client(seed)));
+        let proto = built.expect("no error").expect("a free id");
+        assert_eq!(proto.local_cid(), client(seeds[2]).local_cid());
+        assert!(!taken.contains_key(&proto.local_cid()));
+    }
+
+    #[test]
+    fn a_search_that_finds_every_id_taken_gives_up() {
+        let taken: HashMap<_, _> = [(client(1).local_cid(), ConnectionKey(0))].into();
+        let mut rng = SmallRng::seed_from_u64(7);
+        let mut tries = 0;
+        let built = with_unused_cid(&mut rng, &taken, |_| {
+            tries += 1;
+            Ok::<_, ()>(client(1))
+        });
+        assert!(matches!(built, Ok(None)));
+        assert_eq!(tries, CID_ATTEMPTS);
+        // An error ends the search at once.
+        let built = with_unused_cid(&mut rng, &taken, |_| Err::<ltx_proto::Connection, _>("no"));
+        assert!(matches!(built, Err("no")));
+    }
 }
