@@ -189,10 +189,25 @@ impl Scenario {
         self.rate_bps as f64 * (1.0 - self.loss) / self.flows.max(1) as f64
     }
 
+    /// The stream bytes of a full source packet over its bytes on the wire,
+    /// the `f` of T*: the packet and symbol numbers of a long transfer
+    /// (four bytes each), a stream offset of four bytes, the plain
+    /// layer's checksum.
+    pub fn payload_fraction(&self) -> f64 {
+        // The packet: header (flags, version, 4-byte connection id, 4-byte
+        // packet number: 10 bytes), the SOURCE frame's type and 4-byte
+        // symbol id (it runs to the end of the packet), the symbol, the
+        // 4-byte checksum. The symbol spends 6 bytes on its STREAM frame
+        // header (type, stream id, 4-byte offset; it runs to the end of
+        // the symbol).
+        let symbol = ltx_proto::symbol_size(self.transport.max_datagram) as f64;
+        (symbol - 6.0) / (symbol + 10.0 + 5.0 + 4.0)
+    }
+
     /// The ideal completion time T* of one flow's transfer (its fair share
     /// of the bottleneck).
     pub fn ideal(&self) -> Duration {
-        let payload_fraction = payload_fraction(&self.transport);
+        let payload_fraction = self.payload_fraction();
         let share = self.rate_bps / self.flows.max(1) as u64;
         ideal_completion(self.size, share, self.rtt, self.loss, payload_fraction)
     }
@@ -396,15 +411,4 @@ impl Scenario {
                 .unwrap_or_default(),
         }
     }
-}
-
-/// Stream bytes a full packet carries (symbol size less a stream frame
-/// header), for T*'s payload fraction.
-fn payload_fraction(transport: &TransportConfig) -> f64 {
-    // A full source packet: header (flags, version, 8-byte id, a 4-byte
-    // packet number: 14 bytes), the SOURCE frame's type, id and length
-    // (1 + 4 + 2), the symbol, and the plain layer's 4-byte checksum; the
-    // symbol spends about 8 bytes on its STREAM frame header.
-    let symbol = ltx_proto::symbol_size(transport.max_datagram) as f64;
-    (symbol - 8.0) / (symbol + 14.0 + 7.0 + 4.0)
 }

@@ -249,3 +249,45 @@ fn a_queue_shallower_than_the_initial_window_does_not_start_a_flood() {
         assert!(flow.overhead <= 4.0, "flow {i}: overhead {}", flow.overhead);
     }
 }
+
+#[test]
+fn the_ideal_counts_the_bytes_a_full_packet_really_carries() {
+    // T*'s payload fraction against the packets of a transfer long enough
+    // for four-byte packet numbers, symbol ids and stream offsets: each
+    // source packet past the 16 384th with the stream bytes its symbol
+    // carried (logged just before it).
+    use ltx_proto::event::{PacketKind, TraceEvent};
+    let scenario = Scenario {
+        size: 25_000_000,
+        trace: true,
+        ..correlated(0.0, 1.0)
+    };
+    let result = run(&scenario);
+    let mut last_len = None;
+    let mut fractions = Vec::new();
+    for (_, event) in &result.trace {
+        match event {
+            TraceEvent::StreamDataSent { len, .. } => last_len = Some(*len),
+            TraceEvent::PacketSent {
+                number,
+                bytes,
+                kind: PacketKind::Source(_),
+            } => {
+                if let Some(len) = last_len.take() {
+                    if number.0 >= 16_384 {
+                        fractions.push(len as f64 / *bytes as f64);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(fractions.len() > 1000, "{} full packets", fractions.len());
+    fractions.sort_by(f64::total_cmp);
+    let observed = fractions[fractions.len() / 2];
+    let ideal = scenario.payload_fraction();
+    assert!(
+        (observed - ideal).abs() < 0.0005,
+        "a full packet carries {observed:.5} of its bytes as stream data; T* counts {ideal:.5}"
+    );
+}
