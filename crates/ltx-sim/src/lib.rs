@@ -55,3 +55,4 @@ pub use ltx_link::{
 };
 pub use network::{ConnectError, LinkId, Network, NodeId, NodeStats, RunOutcome, StopReason};
 pub use node::Node;
+pub use topology::Access;

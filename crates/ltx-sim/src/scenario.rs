@@ -9,11 +9,18 @@ use ltx_proto::{Connection, TransportConfig};
 use crate::metrics::{ideal_completion, jain, percentile};
 use crate::transfer::TransferNode;
 use crate::units::QueueSpec;
-use crate::{Network, NodeId};
+use crate::{Access, Network, NodeId};
 
 /// UDP payload bytes of a full ltx packet, for the ideal time's payload
 /// fraction.
 const WIRE_PACKET: f64 = 1400.0;
+
+/// How many times faster than the bottleneck each flow's access links are,
+/// where several flows share it: a host's interface, not a second
+/// bottleneck. A burst then reaches the bottleneck spread over a tenth of
+/// the time the bottleneck takes to send it, interleaved with the bursts
+/// other flows send at the same moment.
+pub const ACCESS_SPEEDUP: u64 = 10;
 
 /// One simulated experiment.
 #[derive(Debug, Clone)]
@@ -30,7 +37,8 @@ pub struct Scenario {
     pub size: u64,
     /// The one seed everything random derives from.
     pub seed: u64,
-    /// Flows sharing the bottleneck.
+    /// Flows sharing the bottleneck. With more than one, each reaches it
+    /// through access links of its own, [`ACCESS_SPEEDUP`] times its rate.
     pub flows: usize,
     /// Bottleneck queue.
     pub queue: QueueSpec,
@@ -265,7 +273,11 @@ impl Scenario {
             if self.trace {
                 sender.record_trace();
             }
-            pairs.push((sender, receiver, Duration::ZERO));
+            let access = Access {
+                delay: Duration::ZERO,
+                rate: Some(Rate(self.rate_bps.saturating_mul(ACCESS_SPEEDUP))),
+            };
+            pairs.push((sender, receiver, access));
         }
         let (forward, reverse) = self.links();
         let (mut network, ids) = if self.flows == 1 {

@@ -2,10 +2,31 @@
 
 use std::time::{Duration, Instant};
 
-use ltx_link::{LinkConfig, LinkConfigError};
+use ltx_link::{LinkConfig, LinkConfigError, Rate};
 
 use crate::network::{Network, NodeId};
 use crate::node::Node;
+
+/// A flow's own link to a shared bottleneck, one each way: a host's
+/// interface and the path up to the bottleneck. No loss, no queue limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Access {
+    /// One-way delay each access link adds.
+    pub delay: Duration,
+    /// Each access link's rate; `None` passes a burst on at one instant.
+    /// A host's interface is faster than the bottleneck but not infinitely
+    /// so: with a rate, bursts that flows send at the same moment reach the
+    /// bottleneck interleaved, as they do through a real switch, instead of
+    /// one flow's whole burst ahead of the next one's.
+    pub rate: Option<Rate>,
+}
+
+impl Access {
+    /// An access link with this delay and no rate limit.
+    pub fn delay(delay: Duration) -> Access {
+        Access { delay, rate: None }
+    }
+}
 
 impl<N: Node> Network<N> {
     /// Two nodes joined by one link each way: `a` sends over `forward`, `b`
@@ -29,11 +50,11 @@ impl<N: Node> Network<N> {
     }
 
     /// Flows that share one bottleneck each way (a dumbbell). Each flow is
-    /// `(a, b, access_delay)`: `a`'s datagrams cross an access link of its
-    /// own that adds `access_delay` (no rate limit, no loss), then
-    /// `bottleneck_forward`, to `b`; `b`'s cross `bottleneck_reverse`, then
-    /// a second access link with the same delay, to `a`. A flow's round
-    /// trip is therefore the bottleneck's plus twice its access delay.
+    /// `(a, b, access)`: `a`'s datagrams cross an access link of its own
+    /// (see [`Access`]), then `bottleneck_forward`, to `b`; `b`'s cross
+    /// `bottleneck_reverse`, then a second access link like the first, to
+    /// `a`. A flow's round trip is therefore the bottleneck's plus twice
+    /// its access delay.
     ///
     /// Returns the network and each flow's `(a, b)`, in the order given.
     /// Links are numbered forward bottleneck, reverse bottleneck, then each
@@ -44,15 +65,16 @@ impl<N: Node> Network<N> {
         seed: u64,
         bottleneck_forward: LinkConfig,
         bottleneck_reverse: LinkConfig,
-        flows: Vec<(N, N, Duration)>,
+        flows: Vec<(N, N, Access)>,
     ) -> Result<(Network<N>, Vec<(NodeId, NodeId)>), LinkConfigError> {
         let mut net = Network::new(epoch, seed);
         let forward = net.add_link(bottleneck_forward)?;
         let reverse = net.add_link(bottleneck_reverse)?;
         let mut ids = Vec::with_capacity(flows.len());
-        for (a, b, access_delay) in flows {
+        for (a, b, access) in flows {
             let access = LinkConfig {
-                delay: access_delay,
+                delay: access.delay,
+                rate: access.rate,
                 ..LinkConfig::default()
             };
             let access_in = net.add_link(access.clone())?;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::{Receiver, Sender};
 use ltx_sim::metrics::jain;
-use ltx_sim::{LinkConfig, Network, Rate, StopReason};
+use ltx_sim::{Access, LinkConfig, Network, Rate, StopReason};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -31,12 +31,12 @@ fn two_saturating_flows_share_exactly_the_bottleneck_rate() {
         (
             Sender::toy(epoch, 3_000, 1250, MS),
             Receiver::toy(true),
-            Duration::ZERO,
+            Access::default(),
         ),
         (
             Sender::toy(epoch, 3_000, 1250, MS),
             Receiver::toy(true),
-            20 * MS,
+            Access::delay(20 * MS),
         ),
     ];
     let (mut net, ids) = Network::dumbbell(
@@ -75,7 +75,13 @@ fn each_flow_sees_its_own_access_delay() {
     let access = [Duration::ZERO, 10 * MS, 45 * MS];
     let flows = access
         .iter()
-        .map(|&d| (Sender::toy(epoch, 1, 1250, MS), Receiver::toy(true), d))
+        .map(|&d| {
+            (
+                Sender::toy(epoch, 1, 1250, MS),
+                Receiver::toy(true),
+                Access::delay(d),
+            )
+        })
         .collect();
     let (mut net, ids) = Network::dumbbell(
         epoch,
@@ -105,7 +111,13 @@ fn each_flow_sees_its_own_access_delay() {
 fn the_bottleneck_is_one_link_shared_by_all_flows() {
     let epoch = Instant::now();
     let flows = (0..3)
-        .map(|_| (Sender::toy(epoch, 10, 100, MS), Receiver::toy(true), MS))
+        .map(|_| {
+            (
+                Sender::toy(epoch, 10, 100, MS),
+                Receiver::toy(true),
+                Access::delay(MS),
+            )
+        })
         .collect();
     let (mut net, _) =
         Network::dumbbell(epoch, 43, bottleneck(MS, None), bottleneck(MS, None), flows).unwrap();
@@ -117,5 +129,53 @@ fn the_bottleneck_is_one_link_shared_by_all_flows() {
     assert_eq!(net.link_stats(links[1]).delivered, 30);
     for &access in &links[2..] {
         assert_eq!(net.link_stats(access).delivered, 10);
+    }
+}
+
+/// The gaps between one flow's consecutive arrivals at its receiver.
+fn arrival_gaps(net: &Network<common::Toy>, b: ltx_sim::NodeId) -> Vec<Duration> {
+    let arrivals = &net.node(b).receiver().arrivals;
+    arrivals.windows(2).map(|w| w[1].1 - w[0].1).collect()
+}
+
+#[test]
+fn bursts_sent_together_reach_the_bottleneck_interleaved_through_rated_access_links() {
+    // Two flows each send 10 datagrams of 1250 bytes at one instant into a
+    // 10 Mbit/s bottleneck (1 ms each). Access links at 100 Mbit/s pass
+    // one datagram per 0.1 ms, so the bottleneck takes the flows' datagrams
+    // in turn and each flow's arrive 2 ms apart; access links without a
+    // rate hand over each burst at once, and the first flow's whole burst
+    // goes ahead of the second's, 1 ms apart.
+    for (rate, gap) in [(Some(Rate(100_000_000)), 2 * MS), (None, MS)] {
+        let epoch = Instant::now();
+        let flows = (0..2)
+            .map(|_| {
+                (
+                    Sender::toy(epoch, 10, 1250, Duration::ZERO),
+                    Receiver::toy(false),
+                    Access { delay: MS, rate },
+                )
+            })
+            .collect();
+        let (mut net, ids) = Network::dumbbell(
+            epoch,
+            44,
+            bottleneck(10 * MS, Some(Rate(10_000_000))),
+            bottleneck(10 * MS, None),
+            flows,
+        )
+        .unwrap();
+        assert_eq!(
+            net.run(epoch + 1000 * MS, |_| false).reason,
+            StopReason::Idle
+        );
+        for &(_, b) in &ids {
+            let gaps = arrival_gaps(&net, b);
+            assert_eq!(gaps.len(), 9, "access rate {rate:?}");
+            assert!(
+                gaps.iter().all(|&g| g == gap),
+                "access rate {rate:?}: gaps {gaps:?}"
+            );
+        }
     }
 }
