@@ -213,6 +213,31 @@ fn four_flows_share_a_drop_tail_bottleneck_fairly() {
 }
 
 #[test]
+fn four_flows_that_start_together_lose_nothing_to_an_ecn_marking_queue() {
+    // Seed 001's shared bottleneck with CoDel marking: the flows start at
+    // one instant, each measures the bottleneck while the others' first
+    // flights cross it, and the windows they jump to must fit the path and
+    // its queue, since CoDel marks only after 100 ms above its target.
+    let scenario = Scenario {
+        flows: 4,
+        size: 10_000_000,
+        queue: QueueSpec::Bdp(1.0),
+        ecn: true,
+        ..correlated(0.0, 1.0)
+    };
+    let result = run(&scenario);
+    assert_eq!(result.queue_loss, 0.0, "queue loss");
+    let jain = result.jain.expect("several flows");
+    assert!(jain >= 0.95, "jain {jain}");
+    let base_ms = scenario.rtt.as_secs_f64() * 1e3;
+    assert!(
+        result.queue_delay_p95_ms <= 0.5 * base_ms,
+        "queue delay p95 {} ms, base RTT {base_ms} ms",
+        result.queue_delay_p95_ms
+    );
+}
+
+#[test]
 fn a_queue_shallower_than_the_initial_window_does_not_start_a_flood() {
     // 50 Mbit/s, 2 ms: a drop-tail queue of one BDP holds 9 packets, fewer
     // than the first flight, and can add no more than the RTT itself, too

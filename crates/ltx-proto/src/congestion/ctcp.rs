@@ -17,7 +17,12 @@
 //!   its packets as a third slower than it is. The median of a round's
 //!   samples is robust to ACK compression (a burst looks fast); 4 samples
 //!   are used at once, so a long path is at full rate one round trip after
-//!   the first ACK.
+//!   the first ACK, and every 4 more the median of all the round's samples
+//!   so far replaces the rate they gave. Where flows start together, the
+//!   first packets of a flight meet an empty bottleneck and the later ones
+//!   share it with the other flights: keeping the first reading (a maximum
+//!   over the round) had four flows on a 600 ms path jump to windows that
+//!   added up to twice the path and its queue.
 //! - *trains*: ACKs broken by a gap longer than `RTTmin/4` or by the end of
 //!   a round (a round begins at an ACK and ends at the first ACK of a
 //!   packet sent after it began); a train of at least 4 packets gives the
@@ -47,7 +52,15 @@
 //! its rate only up to 3× its acknowledged rate, so the overflow is not read
 //! as the path's rate. On exit `cwnd ← max(min window, max_rate × RTTmin)`,
 //! the bandwidth-delay product, so the overshoot of the last round is not
-//! kept (without a rate sample: `cwnd × RTTmin/RTT`).
+//! kept (without a rate sample: `cwnd × RTTmin/RTT`). An exit on queueing
+//! delay then scales that by `RTTmin / RTT` as well, RTT the smallest of the
+//! 8 samples: flows that start together measure the bottleneck at different
+//! moments, one nearly alone and the next beside it, and the rates they
+//! jump to add up to more than it has. Scaled so, together they keep in
+//! flight what the path holds without a queue, and the queue empties before
+//! it overflows (eight flows starting together on a one-BDP queue at
+//! 100 Mbit/s and 20 ms lost 0.31 % of the packets it was offered without
+//! this, 0.11 % with it).
 //!
 //! # Congestion avoidance
 //!
@@ -373,6 +386,8 @@ struct PairDispersion {
     previous: Option<AckGroup>,
     current: Option<AckGroup>,
     samples: Vec<PairSample>,
+    /// How many samples the round had when `early_median` last gave a rate.
+    early_samples: usize,
 }
 
 /// One pair sample: the bytes that crossed the bottleneck between two ACK
@@ -483,16 +498,31 @@ impl PairDispersion {
     }
 
     /// The median sample of the round, and a new round.
-    /// The median sample of the round, and a new round.
     fn take_median(&mut self) -> Option<u64> {
         self.close_group();
-        let samples = std::mem::take(&mut self.samples);
-        if samples.len() < MIN_PAIR_SAMPLES {
+        let median = self.median();
+        self.samples.clear();
+        self.early_samples = 0;
+        median
+    }
+
+    /// The median of the round's samples so far, once it has
+    /// [`EARLY_PAIR_SAMPLES`] more than when this last gave one.
+    fn early_median(&mut self) -> Option<u64> {
+        if self.samples.len() < self.early_samples + EARLY_PAIR_SAMPLES {
             return None;
         }
-        let mut samples: Vec<u64> = samples.iter().map(PairSample::rate).collect();
-        samples.sort_unstable();
-        Some(samples[samples.len() / 2])
+        self.early_samples = self.samples.len();
+        self.median()
+    }
+
+    fn median(&self) -> Option<u64> {
+        if self.samples.len() < MIN_PAIR_SAMPLES {
+            return None;
+        }
+        let mut rates: Vec<u64> = self.samples.iter().map(PairSample::rate).collect();
+        rates.sort_unstable();
+        Some(rates[rates.len() / 2])
     }
 }
 
@@ -756,8 +786,15 @@ pub struct Ctcp {
     recent_rtts: [Duration; QUEUE_SAMPLES],
     /// How many samples `recent_rtts` has taken.
     rtt_samples: u64,
-    /// The largest delivery rate measured in start-up, bytes per second.
+    /// The largest delivery rate measured in start-up, bytes per second:
+    /// the larger of `settled_rate` and `round_pair_rate`.
     max_rate: Option<u64>,
+    /// The largest rate of the start-up rounds before this one and of every
+    /// ACK train so far.
+    settled_rate: Option<u64>,
+    /// This start-up round's packet-pair rate so far: the median of all its
+    /// pair samples, which replaces the one taken from its first few.
+    round_pair_rate: Option<u64>,
     /// The rate at which the measured rate last grew by
     /// [`PLATEAU_GROWTH`], and the start-up rounds since.
     plateau: Option<(u64, u32)>,
@@ -811,6 +848,8 @@ impl Ctcp {
             recent_rtts: [Duration::ZERO; QUEUE_SAMPLES],
             rtt_samples: 0,
             max_rate,
+            settled_rate: max_rate,
+            round_pair_rate: None,
             last_train_rate: None,
             last_train_slots: None,
             plateau: None,
@@ -902,8 +941,13 @@ impl Ctcp {
         }
         if let Some(rate) = train.rate() {
             self.last_train_slots = Some(rate);
-            self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+            self.settled_rate = Some(self.settled_rate.map_or(rate, |max| max.max(rate)));
+            self.update_max_rate();
         }
+    }
+
+    fn update_max_rate(&mut self) {
+        self.max_rate = self.settled_rate.max(self.round_pair_rate);
     }
 
     /// Takes a packet-pair estimate, capped by the rate of the current (or
@@ -928,7 +972,8 @@ impl Ctcp {
         if let Some(slots) = slots {
             rate = rate.min((slots as f64 * PAIR_OVER_SLOTS) as u64);
         }
-        self.max_rate = Some(self.max_rate.map_or(rate, |max| max.max(rate)));
+        self.round_pair_rate = Some(rate);
+        self.update_max_rate();
     }
 
     /// Ends a start-up round: the window is at least the measured BDP, and
@@ -938,6 +983,8 @@ impl Ctcp {
             self.take_pair_rate(rate, rtt);
         }
         self.close_train();
+        self.settled_rate = self.max_rate;
+        self.round_pair_rate = None;
         if let Some(bdp) = self.bdp(rtt) {
             self.window = self.window.max(bdp);
         }
@@ -980,6 +1027,25 @@ impl Ctcp {
         }
         self.set_loss_epoch(now);
         self.ecn_epoch = Some(now);
+    }
+
+    /// After start-up ends on a queue: scales the window by `RTTmin / RTT`,
+    /// RTT the smallest of the samples that showed the queue, the rule of
+    /// congestion avoidance. A queue stands in start-up when the rates
+    /// measured add up to more than the bottleneck: flows that start
+    /// together each measure it at a different moment, one nearly alone and
+    /// the next beside it, and each jumps to its own measure. Every flow
+    /// that sees the queue scales down by the same factor, and what they
+    /// keep in flight together is then what the path holds without it, so
+    /// the queue empties before it overflows.
+    fn drain_startup_queue(&mut self, rtt: &RttEstimator) {
+        let Some(&queued) = self.recent_rtts.iter().min() else {
+            return;
+        };
+        if queued.is_zero() {
+            return;
+        }
+        self.scale(rtt.min().as_secs_f64() / queued.as_secs_f64());
     }
 
     /// The most the window may grow to in congestion avoidance, with a
@@ -1100,13 +1166,15 @@ impl Controller for Ctcp {
         self.pairs.on_ack(now, sent, bytes);
         self.jitter.on_ack(now, rtt.latest());
         // A long first flight gives enough pairs before its round ends: use
-        // them at once rather than a round trip later.
-        if self.pairs.samples.len() >= EARLY_PAIR_SAMPLES {
-            if let Some(rate) = self.pairs.take_median() {
-                self.take_pair_rate(rate, rtt);
-                if let Some(bdp) = self.bdp(rtt) {
-                    self.window = self.window.max(bdp);
-                }
+        // them at once rather than a round trip later, and the round's later
+        // samples as they come. The median of all of them replaces that of
+        // the first few: where flows start together, the first packets of a
+        // flight meet an empty bottleneck, and the later ones share it with
+        // the other flows' flights.
+        if let Some(rate) = self.pairs.early_median() {
+            self.take_pair_rate(rate, rtt);
+            if let Some(bdp) = self.bdp(rtt) {
+                self.window = self.window.max(bdp);
             }
         }
         let max_gap = rtt.min() / 4;
@@ -1151,6 +1219,7 @@ impl Controller for Ctcp {
         }
         if self.queueing(rtt) {
             self.exit_startup(now, rtt);
+            self.drain_startup_queue(rtt);
         }
     }
 
@@ -1401,6 +1470,31 @@ mod tests {
             "mean window {mean}, BDP {}",
             path.bdp()
         );
+    }
+
+    #[test]
+    fn a_rounds_later_pairs_replace_the_rate_its_first_pairs_read() {
+        // A first flight of 32 datagrams meets an empty bottleneck for its
+        // first 8 (ACKs 200 µs apart: 6 MB/s), then three other flows'
+        // flights, and its datagrams take every fourth slot (800 µs apart).
+        let start = Instant::now();
+        let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), start, MTU);
+        let mut rtt = RttEstimator::new(Duration::from_millis(100));
+        let mut at = start + Duration::from_millis(100);
+        let mut first_read = None;
+        for i in 0..32u32 {
+            at += Duration::from_micros(if i < 8 { 200 } else { 800 });
+            rtt.update(Duration::ZERO, at - start);
+            cc.on_ack(at, start, 1200, false, &rtt);
+            first_read = first_read.or(cc.max_delivery_rate());
+        }
+        let first = first_read.expect("a rate from the first pairs");
+        assert!((4_000_000..=7_000_000).contains(&first), "first {first}");
+        let rate = cc.max_delivery_rate().expect("a rate");
+        assert!((1_300_000..=1_800_000).contains(&rate), "rate {rate}");
+        // The window follows: one bandwidth-delay product at the later rate
+        // (with the probe burst), not at the first.
+        assert!(cc.window() < 300_000, "window {}", cc.window());
     }
 
     /// A burst of 64 datagrams sent at one instant crosses a bottleneck
