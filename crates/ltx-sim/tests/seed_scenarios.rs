@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
-use ltx_sim::scenario::{Scenario, ScenarioResult};
+use ltx_sim::scenario::{Faults, Scenario, ScenarioResult};
 use ltx_sim::units::QueueSpec;
+use ltx_sim::Outage;
 
 fn long_delay(loss: f64, burst: f64) -> Scenario {
     Scenario {
@@ -234,6 +235,44 @@ fn four_flows_that_start_together_lose_nothing_to_an_ecn_marking_queue() {
         result.queue_delay_p95_ms <= 0.5 * base_ms,
         "queue delay p95 {} ms, base RTT {base_ms} ms",
         result.queue_delay_p95_ms
+    );
+}
+
+#[test]
+fn a_first_flight_lost_whole_is_probed_a_round_trip_and_a_quarter_after_it() {
+    // The handshake completes at 600 ms; the path is down from 590 ms to
+    // 1 s, so the first flight is lost whole and no acknowledgement comes.
+    // The first probe must not wait the three round trips that RFC 9002's
+    // variance for a single sample gives (1.8 s here), but 5/4 of the round
+    // trip and the peer's acknowledgement delay of at most 25 ms.
+    use ltx_proto::event::{PacketKind, TraceEvent};
+    let scenario = Scenario {
+        size: 1_000_000,
+        trace: true,
+        faults: Faults {
+            outages: vec![Outage {
+                start: Duration::from_millis(590),
+                end: Duration::from_millis(1000),
+            }],
+            ..Faults::default()
+        },
+        ..long_delay(0.0, 1.0)
+    };
+    let result = run(&scenario);
+    let sent = |wanted: fn(&PacketKind) -> bool| {
+        result.trace.iter().find_map(|(at, event)| match event {
+            TraceEvent::PacketSent { kind, .. } if wanted(kind) => Some(*at),
+            _ => None,
+        })
+    };
+    let flight = sent(|k| matches!(k, PacketKind::Source(_))).expect("a first flight");
+    let probe = sent(|k| matches!(k, PacketKind::Repair)).expect("a probe");
+    // Trace times are in seconds.
+    let wait = probe - flight;
+    let quarter_more = scenario.rtt.as_secs_f64() * 1.25;
+    assert!(
+        (quarter_more..=quarter_more + 0.030).contains(&wait),
+        "first probe {wait:.3} s after the first flight"
     );
 }
 

@@ -317,6 +317,9 @@ pub struct Connection {
     tail_armed: bool,
     probe_owed: u32,
     pto_count: u32,
+    /// Whether the peer has acknowledged a packet that carried a symbol:
+    /// until then the probe time-out is shorter (see [`Connection::pto`]).
+    symbols_acked: bool,
     loss_round: LossRound,
 
     streams: Streams,
@@ -460,6 +463,7 @@ impl Connection {
             tail_armed: false,
             probe_owed: 0,
             pto_count: 0,
+            symbols_acked: false,
             loss_round: LossRound::default(),
             streams: Streams::new(side, limits),
             rtt: RttEstimator::new(config.initial_rtt),
@@ -689,8 +693,27 @@ impl Connection {
         self.arm_probe(now);
     }
 
+    /// The probe time-out, before its back-off: RFC 9002's, except for a
+    /// first flight of symbols. Until the peer acknowledges a packet that
+    /// carried one, the round-trip estimate is the handshake's one sample, and
+    /// RFC 9002 takes half of it for its variance: three round trips
+    /// before the first probe. A first flight that got no acknowledgement
+    /// within `RTT × 5/4` (and the peer's acknowledgement delay) most
+    /// likely fell whole into a run of loss, and its probes are repairs that
+    /// cost a few datagrams if it did not; at 600 ms and 50 % loss in bursts
+    /// of 10, a flight and its first probes lost whole waited 1.8 s for
+    /// each round of probes, and 10 MB took 2.67 times the ideal (seed 8;
+    /// 2.17 with this).
     fn pto(&self) -> Duration {
-        let base = self.rtt.pto_base() + self.config.max_ack_delay;
+        let first_flight = self.state == State::Established
+            && !self.symbols_acked
+            && self.unconfirmed_symbols() > 0;
+        let rtt_part = if first_flight {
+            self.rtt.smoothed() * 5 / 4
+        } else {
+            self.rtt.pto_base()
+        };
+        let base = rtt_part + self.config.max_ack_delay;
         // Back off, but not for long: on a lossy path a run of lost probes
         // is bad luck more often than congestion, and a probe that waits
         // minutes would turn an outage of seconds into a failed transfer.
@@ -1662,6 +1685,7 @@ impl Connection {
         self.loss_round
             .on_acked(now, self.rtt.smoothed(), outcome.acked.len() as u64);
         for &(number, packet) in &outcome.acked {
+            self.symbols_acked |= packet.carried != Carried::Other;
             self.loss.on_delivered(number);
             self.scheme.on_packet_acked(number);
             self.controller
