@@ -52,7 +52,8 @@ pub(crate) struct RunArgs {
     /// The seed every random choice derives from.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Flows sharing the bottleneck.
+    /// Flows sharing the bottleneck, each reaching it through access links
+    /// of its own at ten times its rate.
     #[arg(long, default_value_t = 1)]
     flows: usize,
     /// The controller and redundancy preset of every flow: ltx (default),
