@@ -21,8 +21,8 @@
 //!   so far replaces the rate they gave. Where flows start together, the
 //!   first packets of a flight meet an empty bottleneck and the later ones
 //!   share it with the other flights: keeping the first reading (a maximum
-//!   over the round) had four flows on a 600 ms path jump to windows that
-//!   added up to twice the path and its queue.
+//!   over the round) had four flows on a 600 ms path jump to rates that
+//!   added up to twice the bottleneck's.
 //! - *trains*: ACKs broken by a gap longer than `RTTmin/4` or by the end of
 //!   a round (a round begins at an ACK and ends at the first ACK of a
 //!   packet sent after it began); a train of at least 4 packets gives the
