@@ -185,6 +185,19 @@ fn a_long_transfer_on_the_long_path_runs_near_the_ideal() {
     }
 }
 
+/// Jain's index ≥ 0.95 and the queue's p95 delay at most half the base
+/// RTT: the shared bottleneck's targets besides its loss.
+fn assert_fair_with_a_short_queue(scenario: &Scenario, result: &ScenarioResult) {
+    let jain = result.jain.expect("several flows");
+    assert!(jain >= 0.95, "jain {jain}");
+    let base_ms = scenario.rtt.as_secs_f64() * 1e3;
+    assert!(
+        result.queue_delay_p95_ms <= 0.5 * base_ms,
+        "queue delay p95 {} ms, base RTT {base_ms} ms",
+        result.queue_delay_p95_ms
+    );
+}
+
 #[test]
 fn four_flows_share_a_drop_tail_bottleneck_fairly() {
     // No random loss, a drop-tail queue of one BDP: Jain's index ≥ 0.95,
@@ -198,14 +211,7 @@ fn four_flows_share_a_drop_tail_bottleneck_fairly() {
         ..correlated(0.0, 1.0)
     };
     let result = run(&scenario);
-    let jain = result.jain.expect("several flows");
-    assert!(jain >= 0.95, "jain {jain}");
-    let base_ms = scenario.rtt.as_secs_f64() * 1e3;
-    assert!(
-        result.queue_delay_p95_ms <= 0.5 * base_ms,
-        "queue delay p95 {} ms, base RTT {base_ms} ms",
-        result.queue_delay_p95_ms
-    );
+    assert_fair_with_a_short_queue(&scenario, &result);
     assert!(
         result.queue_loss <= 0.005,
         "queue loss {}",
@@ -228,14 +234,7 @@ fn four_flows_that_start_together_lose_nothing_to_an_ecn_marking_queue() {
     };
     let result = run(&scenario);
     assert_eq!(result.queue_loss, 0.0, "queue loss");
-    let jain = result.jain.expect("several flows");
-    assert!(jain >= 0.95, "jain {jain}");
-    let base_ms = scenario.rtt.as_secs_f64() * 1e3;
-    assert!(
-        result.queue_delay_p95_ms <= 0.5 * base_ms,
-        "queue delay p95 {} ms, base RTT {base_ms} ms",
-        result.queue_delay_p95_ms
-    );
+    assert_fair_with_a_short_queue(&scenario, &result);
 }
 
 #[test]
