@@ -70,11 +70,11 @@ pub(crate) struct RunArgs {
     /// Mark ECN at the bottleneck (CoDel) instead of only dropping.
     #[arg(long)]
     ecn: bool,
-    /// What waiting for feedback may add, on average, to the delivery of
-    /// the sliding window's spans (default 120ms). Lower spends more repair
-    /// ahead of loss on short paths: less delivery delay, more bytes.
+    /// The price of waiting for feedback: the mean wait per span of the
+    /// sliding window worth one percent of its bytes (default 75ms). Lower
+    /// spends more repair ahead of loss: less delivery delay, more bytes.
     #[arg(long, value_parser = parse_duration)]
-    repair_delay_budget: Option<Duration>,
+    delay_per_percent: Option<Duration>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
@@ -83,11 +83,11 @@ pub(crate) struct RunArgs {
     trace: Option<PathBuf>,
 }
 
-/// `profile`'s transport, with the repair delay budget if one was given.
-fn transport_for(profile: Profile, repair_delay_budget: Option<Duration>) -> TransportConfig {
+/// `profile`'s transport, with the price of waiting if one was given.
+fn transport_for(profile: Profile, delay_per_percent: Option<Duration>) -> TransportConfig {
     let mut transport = profile.transport_config();
-    if let Some(budget) = repair_delay_budget {
-        transport.redundancy.repair_delay_budget = budget;
+    if let Some(price) = delay_per_percent {
+        transport.redundancy.delay_per_percent = price;
     }
     transport
 }
@@ -157,11 +157,11 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         queue: args.queue,
         ecn: args.ecn,
         trace: args.trace.is_some(),
-        transport: transport_for(args.profile, args.repair_delay_budget),
+        transport: transport_for(args.profile, args.delay_per_percent),
         per_flow: args
             .mix
             .iter()
-            .map(|p| transport_for(*p, args.repair_delay_budget))
+            .map(|p| transport_for(*p, args.delay_per_percent))
             .collect(),
         ..Scenario::default()
     };

@@ -563,7 +563,7 @@ fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
             rtt: Duration::from_millis(rtt_ms),
         }),
     };
-    // 20 ms, within twice the 120 ms budget: 10 / 0.8 = 12.5, to the
+    // 20 ms, a cheap round trip (240 ms and less): 10 / 0.8 = 12.5, to the
     // nearest, and each repair reaches the newest symbol sent, since the
     // count is for the flight's losses too.
     let mut scheme = RedundancyConfig::default().build(16_384);

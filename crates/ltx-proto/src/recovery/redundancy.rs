@@ -54,17 +54,48 @@
 //! leaves that fraction short, below the channel's minimum (and never
 //! under `n`, no repair at all).
 //!
-//! The sliding window leaves a fraction `repair_delay_budget / RTT` of its
-//! spans to feedback, between 1 % and 99 % (see
-//! [`RedundancyConfig::repair_delay_budget`]). At `p = 0.2`, independent
-//! losses and the default budget of 120 ms: on a 600 ms path (20 %) the
-//! default span of 256 asks for a ratio of 0.281 with a mature estimate,
-//! 0.303 after 160 fates and 0.355 after 32 (a span of 1024: 0.267, 0.296,
-//! 0.352); at 240 ms (50 %) for the channel's minimum, 0.25; on a path of
-//! 121 ms or less (99 %) for 0.169 (a span of 1024: 0.204), and feedback
-//! makes up what a span lacks a round trip later. Where a round trip costs
-//! less than the budget, repairs sent in answer to feedback waste less than
-//! repairs sent ahead of it: they are sized from what the peer lacks.
+//! # How many spans the sliding window leaves to feedback
+//!
+//! A span that its proactive repairs leave short waits a round trip for
+//! feedback; the margin that would spare it costs wire bytes, and the more
+//! so the wider the span's loss count spreads. The sliding window weighs
+//! the two. With `σ` the spread of a span's loss count (the channel's,
+//! `√(m₀·p·(1−p)·F)` at its mean length `m₀ = n/(1−p)`), sending for the
+//! quantile `z` wastes, in expectation, the repairs that arrive beyond the
+//! span's losses, `σ·(z·Φ(z) + φ(z))`, and leaves the span to feedback with
+//! probability `1 − Φ(z)`, a round trip's wait. At a price `λ` per second
+//! of mean wait, in fractions of the span's bytes
+//! ([`RedundancyConfig::delay_per_percent`]: one percent per 75 ms by
+//! default), the cost
+//!
+//! ```text
+//! C(z) = (σ/n)·(z·Φ(z) + φ(z)) + λ·RTT·(1 − Φ(z))
+//! ```
+//!
+//! is least where `C′(z) = (σ/n)·Φ(z) − λ·RTT·φ(z) = 0`, that is where
+//! `φ(z)/Φ(z) = σ / (n·λ·RTT)`: one more unit of margin wastes as much as
+//! the wait it spares is worth. `φ/Φ` falls as `z` grows, so the root is
+//! unique; it is kept within the quantiles that leave 1 % and 99 % of the
+//! spans to feedback. That `z` then goes into the quadratic above, with the
+//! estimate's error: a young estimate widens the margin, it does not move
+//! the trade.
+//!
+//! The default price is the one that leaves a fifth of the spans to
+//! feedback on a 600 ms path with 20 % independent losses and the default
+//! span of 256 (`z = 0.84`): the ratio is 0.281 with a mature estimate,
+//! 0.303 after 160 fates and 0.355 after 32. A shorter round trip makes the
+//! wait cheaper, a wider spread the margin dearer, and both leave more to
+//! feedback: at 240 ms, about half (0.246, near the channel's minimum of
+//! 0.25); at 120 ms, 90 % (0.205); at 78 ms and less, 99 % (0.169), and
+//! feedback makes up what a span lacks a round trip later. A wider span
+//! spreads less for its size and buys margin sooner (1024 symbols at
+//! 600 ms: 9 % left, 0.278). At 600 ms with 40 % lost in
+//! bursts of 10 (`F = 11`), 87 % of the spans are left to feedback
+//! (`z = −1.13`): a margin for that spread would cost more than the round
+//! trip it spares. On that path (50 Mbit/s, 100 MB, seed 1) this took the
+//! wire bytes per byte delivered from 1.94 to 1.76 and T/T* from 1.19 to
+//! 1.11 against a fixed fifth of the spans, and the median delivery delay
+//! from 49 to 636 ms; with independent losses nothing moved at 20 %.
 //!
 //! [`TransportConfig::max_repair_span`]: crate::TransportConfig::max_repair_span
 //! [`DEFAULT_WINDOW`]: super::loss_estimator::DEFAULT_WINDOW
@@ -84,9 +115,9 @@ const MAX_RATE: f64 = 0.95;
 /// out.
 const MIN_SAMPLES: u64 = 32;
 
-/// The fewest and most windows of a span that the sliding window leaves to
-/// feedback, whatever the round trip (see
-/// [`RedundancyConfig::repair_delay_budget`]).
+/// The fewest and most of its spans that the sliding window leaves to
+/// feedback, whatever the price of waiting (see
+/// [`RedundancyConfig::delay_per_percent`]).
 const RESIDUAL_RANGE: (f64, f64) = (0.01, 0.99);
 
 /// The configuration of a [`RedundancyPolicy`].
@@ -98,28 +129,31 @@ pub struct RedundancyConfig {
     ///
     /// [`proactive_ratio_over`]: RedundancyPolicy::proactive_ratio_over
     pub target_residual: f64,
-    /// What waiting for feedback may add, on average, to the delivery of a
-    /// span of the sliding window: a span that its proactive repairs leave
-    /// short waits a round trip for feedback, so the fraction of spans left
-    /// to it is this budget over the round trip, between 1 % and 99 %
-    /// (default 120 ms: 20 % at 600 ms, half at 240 ms, nearly all at
-    /// 121 ms and less). Where the round trip is short, feedback is cheaper
-    /// than the margin that would spare it; where it is long, the margin is
-    /// cheaper, and the span longer (see [`proactive_ratio_for`]). Within
-    /// twice the budget, reactive answers also cover the flight and round
-    /// to the nearest repair (see [`reactive_repairs_covered`]).
+    /// The price of waiting for feedback: the mean wait per span of the
+    /// sliding window that is worth one percent of its bytes on the wire
+    /// (default 75 ms). The proactive ratio is the one whose wasted repairs
+    /// and expected wait cost least together (see the module
+    /// documentation): longer makes waiting cheaper, so more spans are left
+    /// to feedback and fewer bytes are sent ahead of loss; shorter buys
+    /// delivery delay with bytes.
     ///
-    /// It sets the trade between delivery delay and wire bytes on short
-    /// paths: on 100 Mbit/s, 20 ms and 20 % loss (10 MB, medians of seeds
-    /// 1–3), the default delivers in order with a p99 delay of 52 ms and
-    /// sends 1.318 bytes per byte delivered, T/T* 1.041; a budget of 10 ms,
-    /// which spends repairs ahead of loss as a 240 ms path does with the
+    /// With the default, a 600 ms path with 20 % independent losses leaves
+    /// a fifth of its spans to feedback, a 240 ms one half, and paths of
+    /// 120 ms and less nearly all: where a round trip is short, feedback is
+    /// cheaper than margin. On 100 Mbit/s, 20 ms and 20 % loss (10 MB,
+    /// medians of seeds 1–3) it delivers in order with a p99 delay of 52 ms
+    /// and sends 1.318 bytes per byte delivered, T/T* 1.041; a price of
+    /// 6 ms, which spends repairs ahead of loss as a 240 ms path does by
     /// default, gives 37 ms, 1.338 and 1.057 (`ltx sim run
-    /// --repair-delay-budget`).
+    /// --delay-per-percent`).
+    pub delay_per_percent: Duration,
+    /// The round trip up to which reactive answers also cover the flight
+    /// and round to the nearest repair (default 240 ms, where the sliding
+    /// window leaves half the spans of an independent-loss path to
+    /// feedback; see [`reactive_repairs_covered`]).
     ///
-    /// [`proactive_ratio_for`]: RedundancyPolicy::proactive_ratio_for
     /// [`reactive_repairs_covered`]: RedundancyPolicy::reactive_repairs_covered
-    pub repair_delay_budget: Duration,
+    pub cheap_feedback_rtt: Duration,
     /// The cap on proactive repair symbols per source symbol.
     pub max_ratio: f64,
     /// The fraction added on top of the expected need in reactive repair.
@@ -136,7 +170,8 @@ impl Default for RedundancyConfig {
     fn default() -> Self {
         Self {
             target_residual: 0.1,
-            repair_delay_budget: Duration::from_millis(120),
+            delay_per_percent: Duration::from_millis(75),
+            cheap_feedback_rtt: Duration::from_millis(240),
             max_ratio: 1.5,
             reactive_margin: 0.1,
             reactive_extra: 1,
@@ -188,29 +223,71 @@ impl RedundancyPolicy {
 
     /// Repair symbols per source symbol to send ahead of loss by the sliding
     /// window: sized so that a span of `horizon.span` source symbols needs
-    /// reactive repair with probability `repair_delay_budget / rtt` (see
-    /// [`RedundancyConfig::repair_delay_budget`] and the module
+    /// reactive repair with the probability that weighs wasted repairs
+    /// against the wait for feedback (see
+    /// [`RedundancyConfig::delay_per_percent`] and the module
     /// documentation).
     pub fn proactive_ratio_for(&self, est: &LossEstimate, horizon: &Horizon) -> f64 {
-        let z = inverse_normal_cdf(1.0 - self.residual_for(horizon.rtt));
-        self.ratio(est, horizon.span, z)
+        self.ratio(est, horizon.span, self.quantile_for(est, horizon))
     }
 
-    /// Whether a round trip of `rtt` is within twice the delay budget: the
-    /// sliding window leaves at least half its spans to feedback.
+    /// The fraction of spans of `horizon.span` source symbols that the
+    /// sliding window leaves to feedback: `1 − Φ(z)` for the quantile it
+    /// sizes them for (see [`RedundancyConfig::delay_per_percent`]).
+    pub fn residual_for(&self, est: &LossEstimate, horizon: &Horizon) -> f64 {
+        1.0 - normal_cdf(self.quantile_for(est, horizon))
+    }
+
+    /// Whether a round trip of `rtt` is short enough for reactive answers
+    /// to cover the flight and round to the nearest repair
+    /// ([`RedundancyConfig::cheap_feedback_rtt`]).
     pub(crate) fn feedback_is_cheap(&self, rtt: Duration) -> bool {
-        rtt.as_secs_f64() * 0.5 <= self.config.repair_delay_budget.as_secs_f64()
+        rtt <= self.config.cheap_feedback_rtt
     }
 
-    /// The fraction of spans left to feedback over a round trip of `rtt`.
-    fn residual_for(&self, rtt: Duration) -> f64 {
-        let budget = self.config.repair_delay_budget.as_secs_f64();
-        let rtt = rtt.as_secs_f64();
-        let (low, high) = RESIDUAL_RANGE;
-        if rtt <= 0.0 {
+    /// The quantile `z` a span of the sliding window is sized for: the root
+    /// of `φ(z)/Φ(z) = σ / (n·λ·RTT)` (module documentation), within
+    /// [`RESIDUAL_RANGE`].
+    fn quantile_for(&self, est: &LossEstimate, horizon: &Horizon) -> f64 {
+        let (fewest, most) = RESIDUAL_RANGE;
+        let (low, high) = (
+            inverse_normal_cdf(1.0 - most),
+            inverse_normal_cdf(1.0 - fewest),
+        );
+        let Some(p) = usable_rate(est) else {
+            return high;
+        };
+        let per_second = 0.01 / self.config.delay_per_percent.as_secs_f64();
+        let wait = per_second * horizon.rtt.as_secs_f64();
+        // A free wait, or a priceless one, sits at an end of the range.
+        if wait.is_nan() || wait <= 0.0 {
+            return low;
+        }
+        if wait.is_infinite() {
             return high;
         }
-        (budget / rtt).clamp(low, high)
+        let n = horizon.span.max(1) as f64;
+        let spread = (n / (1.0 - p) * p * (1.0 - p) * variance_factor(est, p)).sqrt() / n;
+        let target = spread / wait;
+        let hazard = |z: f64| normal_pdf(z) / normal_cdf(z);
+        if target >= hazard(low) {
+            return low;
+        }
+        if target <= hazard(high) {
+            return high;
+        }
+        let (mut below, mut above) = (low, high);
+        // 40 halvings of a range under 5 wide: far finer than the normal
+        // approximation the answer serves.
+        for _ in 0..40 {
+            let mid = 0.5 * (below + above);
+            if hazard(mid) > target {
+                below = mid;
+            } else {
+                above = mid;
+            }
+        }
+        0.5 * (below + above)
     }
 
     fn ratio(&self, est: &LossEstimate, window: u64, z: f64) -> f64 {
@@ -268,8 +345,9 @@ impl RedundancyPolicy {
     /// the newest repair in flight, which that repair covers.
     ///
     /// Where the round trip is short enough that the sliding window leaves
-    /// half its spans to feedback or more (240 ms and less by default, see
-    /// [`RedundancyConfig::repair_delay_budget`]), the answer is rounded to
+    /// half the spans of an independent-loss path to feedback or more
+    /// (240 ms and less by default, see
+    /// [`RedundancyConfig::cheap_feedback_rtt`]), the answer is rounded to
     /// the nearest whole repair, and its repairs cover the flight as well as
     /// the reported gaps (the scheme's `plan_repair`): the count includes
     /// the flight's losses, and a repair that stops at the gaps finds them
@@ -374,6 +452,31 @@ fn variance_factor(est: &LossEstimate, p: f64) -> f64 {
     (2.0 * burst * (1.0 - p) - 1.0).max(1.0)
 }
 
+/// The standard normal density `φ(z)`.
+fn normal_pdf(z: f64) -> f64 {
+    (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
+}
+
+/// The standard normal distribution `Φ(z)`, by Abramowitz and Stegun's
+/// 26.2.17 (absolute error below 7.5e-8).
+fn normal_cdf(z: f64) -> f64 {
+    const B: [f64; 5] = [
+        0.319_381_530,
+        -0.356_563_782,
+        1.781_477_937,
+        -1.821_255_978,
+        1.330_274_429,
+    ];
+    let t = 1.0 / (1.0 + 0.231_641_9 * z.abs());
+    let poly = t * (B[0] + t * (B[1] + t * (B[2] + t * (B[3] + t * B[4]))));
+    let upper = normal_pdf(z) * poly;
+    if z >= 0.0 {
+        1.0 - upper
+    } else {
+        upper
+    }
+}
+
 /// `Φ⁻¹(q)` for `q` in `(0, 1)`, by Acklam's rational approximation
 /// (relative error below 1.2e-9, far finer than the normal approximation it
 /// serves).
@@ -468,19 +571,19 @@ mod tests {
         let r1024 = policy.proactive_ratio_over(&est, 1024);
         assert!((r64 - 0.344).abs() < 0.002, "{r64}");
         assert!((r1024 - 0.276).abs() < 0.002, "{r1024}");
-        // The sliding window at 1.2 s leaves the same 10 % to feedback.
-        let slide = policy.proactive_ratio_for(&est, &horizon(1024, 1200));
-        assert!((slide - r1024).abs() < 1e-9, "{slide}");
-        // At 240 ms, half: the channel's minimum.
-        let r = policy.proactive_ratio_for(&est, &horizon(1024, 240));
-        assert!((r - 0.25).abs() < 1e-9, "{r}");
-        // At 121 ms and less, 99 %: below it.
-        for rtt in [20, 100] {
-            let r256 = policy.proactive_ratio_for(&est, &horizon(256, rtt));
-            let r1024 = policy.proactive_ratio_for(&est, &horizon(1024, rtt));
-            assert!((r256 - 0.169).abs() < 0.002, "{rtt} ms: {r256}");
-            assert!((r1024 - 0.204).abs() < 0.002, "{rtt} ms: {r1024}");
+        // The sliding window's spans of 256, by round trip.
+        for (rtt, want) in [
+            (20, 0.169),
+            (78, 0.169),
+            (120, 0.205),
+            (240, 0.246),
+            (600, 0.281),
+        ] {
+            let r = policy.proactive_ratio_for(&est, &horizon(256, rtt));
+            assert!((r - want).abs() < 0.002, "{rtt} ms: {r}");
         }
+        let wide = policy.proactive_ratio_for(&est, &horizon(1024, 600));
+        assert!((wide - 0.278).abs() < 0.002, "{wide}");
     }
 
     #[test]
@@ -509,19 +612,73 @@ mod tests {
     }
 
     #[test]
-    fn the_residual_follows_the_delay_budget_within_its_range() {
+    fn the_quantile_is_the_least_cost_within_its_range() {
         let policy = RedundancyPolicy::default();
-        let residual = |ms| policy.residual_for(Duration::from_millis(ms));
-        assert!((residual(600) - 0.2).abs() < 1e-12);
-        assert_eq!(residual(20), RESIDUAL_RANGE.1);
-        assert_eq!(residual(120_000), RESIDUAL_RANGE.0);
-        assert_eq!(policy.residual_for(Duration::ZERO), RESIDUAL_RANGE.1);
+        let per_second = 0.01 / policy.config.delay_per_percent.as_secs_f64();
+        let (low, high) = (
+            inverse_normal_cdf(1.0 - RESIDUAL_RANGE.1),
+            inverse_normal_cdf(1.0 - RESIDUAL_RANGE.0),
+        );
+        for (rate, burst) in [(0.05, 1.05), (0.2, 1.25), (0.4, 10.0), (0.5, 2.0)] {
+            let est = mature(rate, burst);
+            for span in [256, 1024] {
+                for rtt in [20, 100, 240, 600, 1200, 5000] {
+                    let h = horizon(span, rtt);
+                    // The cost of the module documentation, by its definition.
+                    let n = span as f64;
+                    let f = (2.0 * burst * (1.0 - rate) - 1.0).max(1.0);
+                    let spread = (n / (1.0 - rate) * rate * (1.0 - rate) * f).sqrt() / n;
+                    let wait = per_second * rtt as f64 / 1000.0;
+                    let cost = |z: f64| {
+                        let (cdf, pdf) = (normal_cdf(z), normal_pdf(z));
+                        spread * (z * cdf + pdf) + wait * (1.0 - cdf)
+                    };
+                    let best = (0..=4000)
+                        .map(|i| low + (high - low) * f64::from(i) / 4000.0)
+                        .min_by(|a, b| cost(*a).total_cmp(&cost(*b)))
+                        .unwrap();
+                    let z = policy.quantile_for(&est, &h);
+                    assert!(
+                        (z - best).abs() < 2e-3,
+                        "p {rate}, B {burst}, span {span}, {rtt} ms: z {z} vs {best}"
+                    );
+                }
+            }
+        }
+        // No loss: no margin is wanted, and the top of the range is harmless.
+        assert_eq!(
+            policy.quantile_for(&LossEstimate::CLEAN, &horizon(256, 600)),
+            high
+        );
+        // A round trip of zero makes the wait free.
+        assert_eq!(
+            policy.quantile_for(&mature(0.2, 1.25), &horizon(256, 0)),
+            low
+        );
         // A longer round trip buys more margin, never less.
         let est = mature(0.1, 1.1);
         let mut last = 0.0;
         for rtt in [10, 100, 200, 400, 800, 3000, 10_000] {
             let r = policy.proactive_ratio_for(&est, &horizon(1024, rtt));
             assert!(r >= last, "{rtt} ms: {r} < {last}");
+            last = r;
+        }
+    }
+
+    #[test]
+    fn a_wider_spread_leaves_more_spans_to_feedback() {
+        let policy = RedundancyPolicy::default();
+        let residual = |est: &LossEstimate| policy.residual_for(est, &horizon(256, 600));
+        // The price is set so that independent losses of 20 % leave a fifth.
+        let iid = residual(&mature(0.2, 1.25));
+        assert!((iid - 0.2).abs() < 0.005, "{iid}");
+        // Bursts of 10 at 40 %: 87 %.
+        let bursty = residual(&mature(0.4, 10.0));
+        assert!((bursty - 0.87).abs() < 0.01, "{bursty}");
+        let mut last = 0.0;
+        for burst in [1.0, 1.5, 2.0, 5.0, 10.0, 20.0] {
+            let r = residual(&mature(0.3, burst));
+            assert!(r >= last, "burst {burst}: {r} < {last}");
             last = r;
         }
     }
