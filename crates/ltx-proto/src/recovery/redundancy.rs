@@ -138,13 +138,13 @@ pub struct RedundancyConfig {
     /// delivery delay with bytes.
     ///
     /// With the default, a 600 ms path with 20 % independent losses leaves
-    /// a fifth of its spans to feedback, a 240 ms one half, and paths of
-    /// 120 ms and less nearly all: where a round trip is short, feedback is
-    /// cheaper than margin. On 100 Mbit/s, 20 ms and 20 % loss (10 MB,
-    /// medians of seeds 1–3) it delivers in order with a p99 delay of 52 ms
-    /// and sends 1.318 bytes per byte delivered, T/T* 1.041; a price of
-    /// 6 ms, which spends repairs ahead of loss as a 240 ms path does by
-    /// default, gives 37 ms, 1.338 and 1.057 (`ltx sim run
+    /// a fifth of its spans to feedback, a 240 ms one about half, a 120 ms
+    /// one 90 % and paths of 78 ms and less nearly all: where a round trip
+    /// is short, feedback is cheaper than margin. On 100 Mbit/s, 20 ms and
+    /// 20 % loss (10 MB, medians of seeds 1–3) it delivers in order with a
+    /// p99 delay of 52 ms and sends 1.310 bytes per byte delivered, T/T*
+    /// 1.042; a price of 6 ms, which leaves about half the spans there to
+    /// feedback, gives 45 ms, 1.317 and 1.046 (`ltx sim run
     /// --delay-per-percent`).
     pub delay_per_percent: Duration,
     /// The round trip up to which reactive answers also cover the flight
@@ -355,11 +355,11 @@ impl RedundancyPolicy {
     /// losses left for the next answer. Rounding up answered a shortfall of a
     /// tenth of an equation with a whole repair: on 10 Mbit/s, 20 ms and
     /// 5 % loss, with repairs that stopped at the gaps, it took the overhead
-    /// from 1.121 to 1.141, most of those repairs finding nothing to solve. On longer paths it is rounded
-    /// up: a shortfall left over costs a round trip the delay budget does
-    /// not have (at 600 ms and 20 % loss, rounding to the nearest took the
-    /// worst delivery delay p99 of seeds 1–8 from 1.19 to 1.24 round
-    /// trips).
+    /// from 1.121 to 1.141, most of those repairs finding nothing to solve.
+    /// On longer paths it is rounded up: a shortfall left over costs a
+    /// round trip, dear there (at 600 ms and 20 % loss, rounding to the
+    /// nearest took the worst delivery delay p99 of seeds 1–8 from 1.19 to
+    /// 1.24 round trips).
     ///
     /// [`Feedback::covered`]: super::Feedback::covered
     pub fn reactive_repairs_covered(
