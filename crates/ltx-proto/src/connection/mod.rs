@@ -1180,9 +1180,15 @@ impl Connection {
         // The link would idle otherwise: protect the last symbols on top of
         // their proactive repairs, so that the last gap rarely waits for a
         // round trip of feedback.
+        let flight = Flight {
+            sources: self.sent.sources_in_flight,
+            repairs: self.sent.proactive_in_flight,
+            rtt: self.rtt.smoothed(),
+        };
         let tail = self
             .scheme
-            .tail_repairs(unconfirmed, encoder.next_id(), estimate);
+            .tail_repairs(unconfirmed, encoder.next_id(), estimate)
+            .max(self.scheme.tail_repairs_for_flight(&flight, estimate));
         let credit = self.repair_credit.ceil() as u64;
         self.tail_owed = self.tail_owed.max(tail.max(credit));
         self.repair_credit = 0.0;

@@ -152,6 +152,15 @@ pub trait RedundancyScheme: fmt::Debug + Send {
     /// before `next` whose fate it does not know.
     fn tail_repairs(&self, unconfirmed: u64, next: SymbolId, estimate: &LossEstimate) -> u64;
 
+    /// How many repairs the tail needs for the whole `flight` whose fate is
+    /// not known yet, when the sender ran out of data: the sender takes the
+    /// larger of this and [`tail_repairs`](Self::tail_repairs). A scheme
+    /// whose proactive repair leaves spans to feedback counts here what the
+    /// flight is expected to lack; by default, nothing.
+    fn tail_repairs_for_flight(&self, _flight: &Flight, _estimate: &LossEstimate) -> u64 {
+        0
+    }
+
     /// The window and code of the next repair sent for `reason`, or `None`
     /// if it has nothing to cover.
     fn plan_repair(&mut self, reason: RepairReason, range: &RepairRange) -> Option<RepairPlan>;
@@ -281,6 +290,10 @@ impl RedundancyScheme for RedundancyPolicy {
 
     fn tail_repairs(&self, unconfirmed: u64, _next: SymbolId, estimate: &LossEstimate) -> u64 {
         RedundancyPolicy::tail_repairs(self, unconfirmed, estimate)
+    }
+
+    fn tail_repairs_for_flight(&self, flight: &Flight, estimate: &LossEstimate) -> u64 {
+        RedundancyPolicy::tail_repairs_for_flight(self, flight, estimate)
     }
 
     fn plan_repair(&mut self, reason: RepairReason, range: &RepairRange) -> Option<RepairPlan> {
