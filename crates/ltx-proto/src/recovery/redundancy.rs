@@ -164,6 +164,23 @@ pub struct RedundancyConfig {
     ///
     /// [`reactive_repairs_covered`]: RedundancyPolicy::reactive_repairs_covered
     pub cheap_feedback_rtt: Duration,
+    /// The quantile of the flight's spread that a reactive answer is sized
+    /// for where feedback is cheap (see [`cheap_feedback_rtt`]; default
+    /// −1: one standard deviation below the expected need).
+    ///
+    /// Sized for the expected need, an answer wastes, in expectation, the
+    /// repairs of every flight that loses less than its mean; sized below
+    /// it, the shortfall is answered again after a short round trip. On
+    /// 10 Mbit/s, 20 ms and 25 % independent loss (50 MB, medians of seeds
+    /// 1–3), −1 took the wire bytes per byte delivered from 1.469 to 1.397
+    /// and T/T* from 1.094 to 1.040 (seed 1: 1,050 repairs arrived with
+    /// nothing left to solve, against 2,974), and the delivery delay from
+    /// 12 to 26 ms in the median and from 81 to 189 ms at the 99th
+    /// percentile: the price of the bytes saved. 0 answers the expected
+    /// need.
+    ///
+    /// [`cheap_feedback_rtt`]: RedundancyConfig::cheap_feedback_rtt
+    pub cheap_answer_quantile: f64,
     /// The cap on proactive repair symbols per source symbol.
     pub max_ratio: f64,
     /// The fraction added on top of the expected need in reactive repair.
@@ -182,6 +199,7 @@ impl Default for RedundancyConfig {
             target_residual: 0.1,
             delay_per_percent: Duration::from_millis(75),
             cheap_feedback_rtt: Duration::from_millis(240),
+            cheap_answer_quantile: -1.0,
             max_ratio: 1.5,
             reactive_margin: 0.1,
             reactive_extra: 1,
@@ -378,6 +396,11 @@ impl RedundancyPolicy {
     /// tenth of an equation with a whole repair: on 10 Mbit/s, 20 ms and
     /// 5 % loss, with repairs that stopped at the gaps, it took the overhead
     /// from 1.121 to 1.141, most of those repairs finding nothing to solve.
+    /// There the answer is also sized below the flight's expected need, at
+    /// [`RedundancyConfig::cheap_answer_quantile`] of its spread,
+    /// `√((S+R)·p·(1−p)·F)`: what the flight turns out to lack comes back
+    /// in the next report, a short round trip later, while what it turns
+    /// out not to need is wasted for good.
     /// On longer paths it is rounded up: a shortfall left over costs a
     /// round trip, dear there (at 600 ms and 20 % loss, rounding to the
     /// nearest took the worst delivery delay p99 of seeds 1–8 from 1.19 to
@@ -399,12 +422,13 @@ impl RedundancyPolicy {
         if short <= 0.0 {
             return 0;
         }
-        let need = short / (1.0 - p);
         // `as` saturates.
         if self.feedback_is_cheap(flight.rtt) {
-            need.round() as u64
+            let spread = ((sources + repairs) * p * (1.0 - p) * variance_factor(est, p)).sqrt();
+            let short = short + self.config.cheap_answer_quantile * spread;
+            (short.max(0.0) / (1.0 - p)).round() as u64
         } else {
-            need.ceil() as u64
+            (short / (1.0 - p)).ceil() as u64
         }
     }
 
@@ -808,10 +832,27 @@ mod tests {
             policy.reactive_repairs_covered(3, &flight(100, 30), &est),
             0
         );
-        // A deficit of 10: 6 short, 6 / 0.8 = 7.5, to the nearest: 8.
+        // A deficit of 10: 6 short in expectation, less one standard
+        // deviation of the flight, √(130 · 0.2 · 0.8) = 4.56: 1.44 / 0.8 =
+        // 1.8, to the nearest: 2.
         assert_eq!(
             policy.reactive_repairs_covered(10, &flight(100, 30), &est),
+            2
+        );
+        // Sized for the expected need: 6 / 0.8 = 7.5, to the nearest: 8.
+        let expected = RedundancyPolicy::new(RedundancyConfig {
+            cheap_answer_quantile: 0.0,
+            ..RedundancyConfig::default()
+        });
+        assert_eq!(
+            expected.reactive_repairs_covered(10, &flight(100, 30), &est),
             8
+        );
+        // A deficit that outgrows the flight's spread is answered: 16 short,
+        // 11.44 / 0.8 = 14.3: 14.
+        assert_eq!(
+            policy.reactive_repairs_covered(20, &flight(100, 30), &est),
+            14
         );
         // Nothing in flight: the deficit itself, 10 / 0.8 = 12.5: 13.
         assert_eq!(policy.reactive_repairs_covered(10, &flight(0, 0), &est), 13);
@@ -820,14 +861,16 @@ mod tests {
         // One short with one repair in flight: 0.2 short, 0.25 of a repair:
         // none; the repair in flight most likely solves it.
         assert_eq!(policy.reactive_repairs_covered(1, &flight(0, 1), &est), 0);
-        // On a 600 ms path a shortfall is rounded up: 1.25 is 2, and a
-        // fifth of an equation short is a repair.
+        // On a 600 ms path a shortfall is rounded up, with no discount for
+        // the flight's spread: 1.25 is 2, and a fifth of an equation short
+        // is a repair; 6 short is 7.5: 8.
         let far = |sources, repairs| Flight {
             rtt: Duration::from_millis(600),
             ..flight(sources, repairs)
         };
         assert_eq!(policy.reactive_repairs_covered(1, &far(0, 0), &est), 2);
         assert_eq!(policy.reactive_repairs_covered(1, &far(0, 1), &est), 1);
+        assert_eq!(policy.reactive_repairs_covered(10, &far(100, 30), &est), 8);
         // No deficit, no answer, whatever is in flight.
         assert_eq!(
             policy.reactive_repairs_covered(0, &flight(1000, 0), &est),
