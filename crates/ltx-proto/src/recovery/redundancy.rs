@@ -307,7 +307,7 @@ impl RedundancyPolicy {
             return high;
         }
         let n = horizon.span.max(1) as f64;
-        let spread = (n / (1.0 - p) * p * (1.0 - p) * variance_factor(est, p)).sqrt() / n;
+        let spread = loss_spread(n / (1.0 - p), p, est) / n;
         let target = spread / wait;
         let hazard = |z: f64| normal_pdf(z) / normal_cdf(z);
         if target >= hazard(low) {
@@ -424,8 +424,8 @@ impl RedundancyPolicy {
         }
         // `as` saturates.
         if self.feedback_is_cheap(flight.rtt) {
-            let spread = ((sources + repairs) * p * (1.0 - p) * variance_factor(est, p)).sqrt();
-            let short = short + self.config.cheap_answer_quantile * spread;
+            let short =
+                short + self.config.cheap_answer_quantile * loss_spread(sources + repairs, p, est);
             (short.max(0.0) / (1.0 - p)).round() as u64
         } else {
             (short / (1.0 - p)).ceil() as u64
@@ -476,8 +476,8 @@ impl RedundancyPolicy {
             return 0;
         }
         let (sources, repairs) = (flight.sources as f64, flight.repairs as f64);
-        let spread = ((sources + repairs) * p * (1.0 - p) * variance_factor(est, p)).sqrt();
-        let short = p * sources - (1.0 - p) * repairs + self.z * spread;
+        let short =
+            p * sources - (1.0 - p) * repairs + self.z * loss_spread(sources + repairs, p, est);
         if short <= 0.0 {
             return 0;
         }
@@ -518,6 +518,12 @@ fn usable_rate(est: &LossEstimate) -> Option<f64> {
         return None;
     }
     Some(p.min(MAX_RATE))
+}
+
+/// The standard deviation of the loss count of `packets` packets at loss
+/// rate `p`: the channel's, `√(packets·p·(1−p)·F)` (module documentation).
+fn loss_spread(packets: f64, p: f64, est: &LossEstimate) -> f64 {
+    (packets * p * (1.0 - p) * variance_factor(est, p)).sqrt()
 }
 
 /// The variance factor `F = max(1, 2·B·(1−p) − 1)` of the module docs.
