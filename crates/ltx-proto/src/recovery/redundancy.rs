@@ -152,9 +152,9 @@ pub struct RedundancyConfig {
     /// one 90 % and paths of 78 ms and less nearly all: where a round trip
     /// is short, feedback is cheaper than margin. On 100 Mbit/s, 20 ms and
     /// 20 % loss (10 MB, medians of seeds 1–3) it delivers in order with a
-    /// p99 delay of 52 ms and sends 1.310 bytes per byte delivered, T/T*
-    /// 1.042; a price of 6 ms, which leaves about half the spans there to
-    /// feedback, gives 45 ms, 1.317 and 1.046 (`ltx sim run
+    /// p99 delay of 56 ms and sends 1.294 bytes per byte delivered, T/T*
+    /// 1.029; a price of 6 ms, which leaves about half the spans there to
+    /// feedback, gives 44 ms, 1.312 and 1.043 (`ltx sim run
     /// --delay-per-percent`).
     pub delay_per_percent: Duration,
     /// The round trip up to which reactive answers also cover the flight
