@@ -75,6 +75,12 @@ pub(crate) struct RunArgs {
     /// spends more repair ahead of loss: less delivery delay, more bytes.
     #[arg(long, value_parser = parse_duration)]
     delay_per_percent: Option<Duration>,
+    /// On paths of 240 ms and less, size answers to feedback this many
+    /// standard deviations of the flight's spread from its expected need
+    /// (-4 to 4, default -1). Higher sends more repair sooner: less delivery
+    /// delay, more bytes; 0 answers the expected need.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_quantile)]
+    cheap_answer_quantile: Option<f64>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
@@ -83,13 +89,29 @@ pub(crate) struct RunArgs {
     trace: Option<PathBuf>,
 }
 
-/// `profile`'s transport, with the price of waiting if one was given.
-fn transport_for(profile: Profile, delay_per_percent: Option<Duration>) -> TransportConfig {
+/// `profile`'s transport, with the redundancy settings `args` gives.
+fn transport_for(profile: Profile, args: &RunArgs) -> TransportConfig {
     let mut transport = profile.transport_config();
-    if let Some(price) = delay_per_percent {
+    if let Some(price) = args.delay_per_percent {
         transport.redundancy.delay_per_percent = price;
     }
+    if let Some(quantile) = args.cheap_answer_quantile {
+        transport.redundancy.cheap_answer_quantile = quantile;
+    }
     transport
+}
+
+/// A quantile of `--cheap-answer-quantile`: a number of standard deviations
+/// within ±4 (beyond, the normal approximation it feeds means nothing).
+fn parse_quantile(input: &str) -> Result<f64, String> {
+    let value: f64 = input
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{input}` is not a number (e.g. -1, 0 or 0.5)"))?;
+    if !(-4.0..=4.0).contains(&value) {
+        return Err(format!("{value} is outside -4 to 4 standard deviations"));
+    }
+    Ok(value)
 }
 
 /// `ltx sim matrix`.
@@ -157,12 +179,8 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         queue: args.queue,
         ecn: args.ecn,
         trace: args.trace.is_some(),
-        transport: transport_for(args.profile, args.delay_per_percent),
-        per_flow: args
-            .mix
-            .iter()
-            .map(|p| transport_for(*p, args.delay_per_percent))
-            .collect(),
+        transport: transport_for(args.profile, args),
+        per_flow: args.mix.iter().map(|p| transport_for(*p, args)).collect(),
         ..Scenario::default()
     };
     let profiles = flow_profiles(args);
