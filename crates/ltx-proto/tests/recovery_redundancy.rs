@@ -11,7 +11,6 @@ use rand::{Rng, SeedableRng};
 /// symbols and 600 ms of round trip, where the sliding window leaves a
 /// fifth of its spans to feedback.
 const LONG: Horizon = Horizon {
-    last_flight: false,
     span: 256,
     rtt: Duration::from_millis(600),
 };
@@ -161,7 +160,6 @@ fn monte_carlo_residual_on_a_short_path() {
     let config = RedundancyConfig::default();
     let policy = RedundancyPolicy::new(config);
     let short = Horizon {
-        last_flight: false,
         span: 256,
         rtt: Duration::from_millis(100),
     };

@@ -18,7 +18,6 @@ use std::time::Duration;
 
 /// The sliding window's span and round trip where the tests need one.
 const HORIZON: Horizon = Horizon {
-    last_flight: false,
     span: 256,
     rtt: Duration::from_millis(100),
 };

@@ -754,14 +754,9 @@ impl Connection {
 
     /// What proactive repair is sized for now.
     fn horizon(&self) -> Horizon {
-        let window = self.controller.window();
         Horizon {
             span: self.repair_span(),
             rtt: self.rtt.smoothed(),
-            last_flight: self
-                .streams
-                .bytes_left_to_end()
-                .is_some_and(|left| left <= window),
         }
     }
 

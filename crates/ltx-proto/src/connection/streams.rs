@@ -565,21 +565,6 @@ impl Streams {
         stream.pending.is_empty() && stream.state != SendState::Finishing
     }
 
-    /// The bytes left to send when no more can follow them: every stream's
-    /// end is queued or sent (or it was reset). `None` while a stream is
-    /// open for writing.
-    pub(crate) fn bytes_left_to_end(&self) -> Option<u64> {
-        let mut left = 0u64;
-        for stream in self.send.values() {
-            match stream.state {
-                SendState::Open => return None,
-                SendState::Finishing => left += stream.pending.len() as u64,
-                SendState::ResetPending(_) | SendState::FinSent | SendState::ResetSent => {}
-            }
-        }
-        Some(left)
-    }
-
     /// Whether every stream's bytes and FINs have been put in symbols.
     pub(crate) fn all_sent(&self) -> bool {
         self.send.values().all(|s| {

@@ -88,11 +88,6 @@ pub struct Horizon {
     pub span: u64,
     /// The smoothed round-trip time.
     pub rtt: Duration,
-    /// Whether all the data left to send fits in the round trip now
-    /// starting and nothing will follow it (every stream's end is queued):
-    /// a shortfall then waits for feedback at the end of the transfer, on
-    /// its completion, where no later data hides the wait.
-    pub last_flight: bool,
 }
 
 /// What the peer's latest acknowledgement says about its decoder.
