@@ -81,6 +81,12 @@ pub(crate) struct RunArgs {
     /// delay, more bytes; 0 answers the expected need.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_quantile)]
     cheap_answer_quantile: Option<f64>,
+    /// The fraction of transfers whose last flight the tail may leave short
+    /// for a round trip of feedback (e.g. 1% or 0.01; above 0, at most 50%;
+    /// default 1%). Lower sends more repair at the end of a transfer, while
+    /// the link would otherwise idle: fewer waits, more bytes.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_tail_residual)]
+    tail_residual: Option<f64>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
@@ -98,7 +104,20 @@ fn transport_for(profile: Profile, args: &RunArgs) -> TransportConfig {
     if let Some(quantile) = args.cheap_answer_quantile {
         transport.redundancy.cheap_answer_quantile = quantile;
     }
+    if let Some(residual) = args.tail_residual {
+        transport.redundancy.tail_residual = residual;
+    }
     transport
+}
+
+/// A residual of `--tail-residual`: a fraction above 0 and at most one half
+/// (a tail that means to leave most transfers short is no tail).
+fn parse_tail_residual(input: &str) -> Result<f64, String> {
+    let value = parse_fraction(input).map_err(|e| e.to_string())?;
+    if !(value > 0.0 && value <= 0.5) {
+        return Err(format!("{input} is outside (0, 50%]"));
+    }
+    Ok(value)
 }
 
 /// A quantile of `--cheap-answer-quantile`: a number of standard deviations
