@@ -23,6 +23,23 @@ fn json_of(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).expect("one JSON object")
 }
 
+/// A run with `args` on the common path, which must deliver intact.
+fn verified(args: &[&str]) -> Value {
+    let result = json_of(&sim(args));
+    assert_eq!(result["verified"], true, "{args:?}");
+    result
+}
+
+/// Each of `values` given to `flag` is refused, with the flag named.
+fn assert_refused(flag: &str, values: &[&str]) {
+    for bad in values {
+        let output = sim(&[flag, bad]);
+        assert!(!output.status.success(), "{flag} {bad} was taken");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(flag), "{flag} {bad}: {stderr}");
+    }
+}
+
 #[test]
 fn a_mix_is_cycled_over_the_flows_and_each_flow_reports_its_share() {
     let result = json_of(&sim(&["--flows", "3", "--mix", "ltx,cubic"]));
@@ -75,18 +92,8 @@ fn a_mix_longer_than_the_flows_is_refused() {
 fn the_answer_quantile_trades_bytes_for_delay_on_a_short_path() {
     // 20 Mbit/s, 20 ms, 20 % loss, 300 KB, seed 3: measured 1.333 wire
     // bytes per byte delivered answering below the need, 1.384 answering it.
-    let run = |quantile: &str| {
-        json_of(&sim(&[
-            "--loss",
-            "20%",
-            "--cheap-answer-quantile",
-            quantile,
-        ]))
-    };
+    let run = |quantile| verified(&["--loss", "20%", "--cheap-answer-quantile", quantile]);
     let (below, expected) = (run("-1"), run("0"));
-    for result in [&below, &expected] {
-        assert_eq!(result["verified"], true);
-    }
     let overhead = |r: &Value| r["overhead"].as_f64().unwrap();
     assert!(
         overhead(&below) < overhead(&expected),
@@ -96,12 +103,7 @@ fn the_answer_quantile_trades_bytes_for_delay_on_a_short_path() {
 
 #[test]
 fn an_answer_quantile_out_of_range_is_refused() {
-    for bad in ["5", "-4.5", "one", "NaN"] {
-        let output = sim(&["--cheap-answer-quantile", bad]);
-        assert!(!output.status.success(), "{bad} was taken");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("cheap-answer-quantile"), "{bad}: {stderr}");
-    }
+    assert_refused("--cheap-answer-quantile", &["5", "-4.5", "one", "NaN"]);
 }
 
 #[test]
@@ -109,20 +111,17 @@ fn a_lower_tail_residual_sends_more_repair_at_the_end() {
     // 20 Mbit/s, 20 ms, 20 % in bursts of 10, 300 KB, seed 3: measured 22
     // tail repairs at 1 % (1.324 wire bytes per byte delivered), 18 at 10 %
     // (1.306).
-    let run = |residual: &str| {
-        json_of(&sim(&[
+    let run = |residual| {
+        verified(&[
             "--loss",
             "20%",
             "--burst",
             "10",
             "--tail-residual",
             residual,
-        ]))
+        ])
     };
     let (one, ten) = (run("1%"), run("0.1"));
-    for result in [&one, &ten] {
-        assert_eq!(result["verified"], true);
-    }
     let tail = |r: &Value| r["repairs"]["tail"].as_u64().unwrap();
     assert!(tail(&one) > tail(&ten), "{one} against {ten}");
     let overhead = |r: &Value| r["overhead"].as_f64().unwrap();
@@ -131,10 +130,5 @@ fn a_lower_tail_residual_sends_more_repair_at_the_end() {
 
 #[test]
 fn a_tail_residual_out_of_range_is_refused() {
-    for bad in ["0", "60%", "-1", "one", "2"] {
-        let output = sim(&["--tail-residual", bad]);
-        assert!(!output.status.success(), "{bad} was taken");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains("tail-residual"), "{bad}: {stderr}");
-    }
+    assert_refused("--tail-residual", &["0", "60%", "-1", "one", "2"]);
 }
