@@ -18,7 +18,7 @@
 use std::time::Instant;
 
 use ltx_proto::protection::{AeadAlgorithm, AeadProtection, PacketProtection};
-use ltx_proto::wire::{ConnectionId, Header, PacketNumber, PacketType};
+use ltx_proto::wire::{ConnectionId, Header, PacketNumber, PacketType, TruncatedPacketNumber};
 
 /// A full-size datagram of the default configuration, tag included.
 const DATAGRAM: usize = 1400;
@@ -43,7 +43,10 @@ fn main() {
                 packet_type: PacketType::Data,
                 key_phase: false,
                 dcid: ConnectionId(1),
-                number: PacketNumber(number),
+                number: TruncatedPacketNumber::truncate(
+                    PacketNumber(number),
+                    number.checked_sub(1).map(PacketNumber),
+                ),
             };
             header.emit(&mut packet);
             let header_len = packet.len();

@@ -20,8 +20,8 @@ use crate::protection::{
     KEY_LEN,
 };
 use crate::wire::{
-    ConnectionId, Frame, Frames, Header, PacketNumber, PacketType, StreamId, VarInt,
-    MAX_NOISE_MESSAGE_LEN,
+    ConnectionId, Frame, Frames, Header, PacketNumber, PacketType, StreamId, TruncatedPacketNumber,
+    VarInt, MAX_NOISE_MESSAGE_LEN,
 };
 use crate::{
     CloseReason, Connection, EcnCodepoint, Event, ReadOutcome, TransportConfig,
@@ -153,13 +153,19 @@ fn corrupt(datagram: &mut [u8], input: &mut Input<'_>) {
 }
 
 /// `datagram` with bytes after its header changed and the plain checksum
-/// made to match again; `None` if it has no header to keep.
-fn forge(datagram: &[u8], input: &mut Input<'_>) -> Option<Vec<u8>> {
-    let (_, header_len) = Header::parse(datagram).ok()?;
+/// made to match again for a receiver whose largest received packet number
+/// is `largest_received`; `None` if it has no header to keep.
+fn forge(
+    datagram: &[u8],
+    input: &mut Input<'_>,
+    largest_received: Option<PacketNumber>,
+) -> Option<Vec<u8>> {
+    let (header, header_len) = Header::parse(datagram).ok()?;
     let body_end = datagram.len().checked_sub(4)?.max(header_len);
     let mut packet = datagram[..body_end].to_vec();
     corrupt(&mut packet[header_len..], input);
-    PlainProtection.seal(0, header_len, &mut packet);
+    let number = header.number.expand(largest_received);
+    PlainProtection.seal(number.0, header_len, &mut packet);
     Some(packet)
 }
 
@@ -177,7 +183,7 @@ fn forged_packet(input: &mut Input<'_>, dcid: ConnectionId, payload: &[u8]) -> V
         packet_type,
         key_phase: input.u8() & 1 == 1,
         dcid,
-        number,
+        number: TruncatedPacketNumber::whole(number),
     }
     .emit(&mut packet);
     let header_len = packet.len();
@@ -186,14 +192,17 @@ fn forged_packet(input: &mut Input<'_>, dcid: ConnectionId, payload: &[u8]) -> V
     packet
 }
 
-/// Whether the plain layer would accept `datagram`: a corrupted datagram
-/// that still opens is as good as a forgery to an unauthenticated layer.
-fn opens_plain(datagram: &[u8]) -> bool {
+/// Whether the plain layer of a receiver whose largest received packet
+/// number is `largest_received` would accept `datagram`: a corrupted
+/// datagram that still opens is as good as a forgery to an unauthenticated
+/// layer.
+fn opens_plain(datagram: &[u8], largest_received: Option<PacketNumber>) -> bool {
     let Ok((header, header_len)) = Header::parse(datagram) else {
         return false;
     };
+    let number = header.number.expand(largest_received);
     PlainProtection
-        .open(header.number.0, header_len, &mut datagram.to_vec())
+        .open(number.0, header_len, &mut datagram.to_vec())
         .is_ok()
 }
 
@@ -267,7 +276,8 @@ impl Pair {
     /// Hands `datagram` to `end`; `genuine` if an end sent it as it is.
     fn deliver(&mut self, end: End, datagram: &[u8], genuine: bool) {
         let mut datagram = datagram.to_vec();
-        if !genuine && !self.protected && opens_plain(&datagram) {
+        let largest_received = self.end(end).0.largest_received();
+        if !genuine && !self.protected && opens_plain(&datagram, largest_received) {
             if self.may_forge {
                 self.forged = true;
             } else if let Some(last) = datagram.last_mut() {
@@ -310,7 +320,8 @@ impl Pair {
                 self.deliver(end, &datagram, datagram == original);
             }
             Treatment::Forge => {
-                if let Some(forged) = forge(&datagram, input) {
+                let largest_received = self.end(end).0.largest_received();
+                if let Some(forged) = forge(&datagram, input, largest_received) {
                     self.deliver(end, &forged, forged == original);
                 }
             }
@@ -366,7 +377,8 @@ impl Pair {
                 if kind & 0x40 == 0 {
                     (replay, from_peer)
                 } else {
-                    let Some(forged) = forge(&replay, input) else {
+                    let largest_received = self.end(end).0.largest_received();
+                    let Some(forged) = forge(&replay, input, largest_received) else {
                         return;
                     };
                     let genuine = from_peer && forged == replay;
@@ -863,7 +875,7 @@ fn forged_initial(dcid: ConnectionId, number: u64, len: usize) -> Vec<u8> {
         packet_type: PacketType::Initial,
         key_phase: false,
         dcid,
-        number,
+        number: TruncatedPacketNumber::whole(number),
     }
     .emit(&mut packet);
     let header_len = packet.len();

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use ltx_proto::protection::{PacketProtection, PlainProtection};
-use ltx_proto::wire::{Header, PacketNumber, PacketType};
+use ltx_proto::wire::{Header, PacketNumber, PacketType, TruncatedPacketNumber};
 use ltx_proto::{Connection, EcnCodepoint, Event, TransportConfig};
 use proptest::prelude::*;
 
@@ -42,7 +42,7 @@ fn sealed(conn: &Connection, number: u64, payload: &[u8]) -> Vec<u8> {
         packet_type: PacketType::Data,
         key_phase: false,
         dcid: conn.local_cid(),
-        number: PacketNumber(number),
+        number: TruncatedPacketNumber::whole(PacketNumber(number)),
     }
     .emit(&mut packet);
     let header_len = packet.len();

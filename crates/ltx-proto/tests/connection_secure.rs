@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use ltx_proto::protection::{
     AllowList, HandshakeError, PresharedKey, PublicKey, SecurityConfig, StaticKeypair,
 };
-use ltx_proto::wire::{ConnectionId, Frame, Header, PacketNumber, PacketType};
+use ltx_proto::wire::{
+    ConnectionId, Frame, Header, PacketNumber, PacketType, TruncatedPacketNumber,
+};
 use ltx_proto::{
     CloseReason, Connection, EcnCodepoint, Event, ReadOutcome, StreamId, TransportConfig,
 };
@@ -424,7 +426,7 @@ fn handshake_packet(packet_type: PacketType, dcid: ConnectionId, message: &[u8])
         packet_type,
         key_phase: false,
         dcid,
-        number: PacketNumber(0),
+        number: TruncatedPacketNumber::whole(PacketNumber(0)),
     }
     .emit(&mut packet);
     Frame::Noise(message).emit(&mut packet);

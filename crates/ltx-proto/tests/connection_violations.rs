@@ -15,6 +15,7 @@ use ltx_coding::{RepairKey, SymbolId, Window};
 use ltx_proto::protection::{PacketProtection, PlainProtection};
 use ltx_proto::wire::{
     Frame, Header, PacketNumber, PacketType, RepairFrame, SourceFrame, StreamFrame,
+    TruncatedPacketNumber,
 };
 use ltx_proto::{
     symbol_size, CloseReason, Connection, EcnCodepoint, Event, Side, StreamId, TransportConfig,
@@ -45,7 +46,7 @@ fn sealed(conn: &Connection, number: u64, frame: Frame<'_>) -> Vec<u8> {
         packet_type: PacketType::Data,
         key_phase: false,
         dcid: conn.local_cid(),
-        number: PacketNumber(number),
+        number: TruncatedPacketNumber::whole(PacketNumber(number)),
     }
     .emit(&mut packet);
     let header_len = packet.len();

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use ltx_link::{Aqm, Jitter, LinkConfig, LossModel, Outage, Rate};
+use ltx_proto::wire::{PacketNumber, TruncatedPacketNumber};
 use ltx_proto::{Connection, TransportConfig};
 
 use crate::metrics::{ideal_completion, jain, percentile};
@@ -198,18 +199,25 @@ impl Scenario {
     }
 
     /// The stream bytes of a full source packet over its bytes on the wire,
-    /// the `f` of T*: the packet and symbol numbers of a long transfer
-    /// (four bytes each), a stream offset of four bytes, the plain
-    /// layer's checksum.
+    /// the `f` of T*: the packet number as truncated with two round trips'
+    /// worth of packets unacknowledged, the symbol id of a long transfer
+    /// (four bytes), a stream offset of four bytes, the plain layer's
+    /// checksum.
     pub fn payload_fraction(&self) -> f64 {
-        // The packet: header (flags, version, 4-byte connection id, 4-byte
-        // packet number: 10 bytes), the SOURCE frame's type and 4-byte
-        // symbol id (it runs to the end of the packet), the symbol, the
-        // 4-byte checksum. The symbol spends 6 bytes on its STREAM frame
-        // header (type, stream id, 4-byte offset; it runs to the end of
-        // the symbol).
+        // The packet: header (flags, version, 4-byte connection id, packet
+        // number: 6 bytes and the number), the SOURCE frame's type and
+        // 4-byte symbol id (it runs to the end of the packet), the symbol,
+        // the 4-byte checksum. The symbol spends 6 bytes on its STREAM
+        // frame header (type, stream id, 4-byte offset; it runs to the end
+        // of the symbol).
+        let datagram = u64::from(self.transport.max_datagram);
+        let bdp_bytes = self.rate_bps as u128 * self.rtt.as_micros() / 8_000_000;
+        let unacked = (2 * bdp_bytes / u128::from(datagram)).clamp(1, 1 << 40) as u64;
+        let far = PacketNumber(1 << 41);
+        let number = TruncatedPacketNumber::truncate(far, Some(PacketNumber(far.0 - unacked)));
+        let header = 6.0 + number.len() as f64;
         let symbol = ltx_proto::symbol_size(self.transport.max_datagram) as f64;
-        (symbol - 6.0) / (symbol + 10.0 + 5.0 + 4.0)
+        (symbol - 6.0) / (symbol + header + 5.0 + 4.0)
     }
 
     /// The ideal completion time T* of one flow's transfer (its fair share

@@ -402,9 +402,10 @@ fn a_queue_shallower_than_the_initial_window_does_not_start_a_flood() {
 #[test]
 fn the_ideal_counts_the_bytes_a_full_packet_really_carries() {
     // T*'s payload fraction against the packets of a transfer long enough
-    // for four-byte packet numbers, symbol ids and stream offsets: each
-    // source packet past the 16 384th with the stream bytes its symbol
-    // carried (logged just before it).
+    // for four-byte symbol ids and stream offsets (the packet number is
+    // truncated to what the packets in flight need): each source packet
+    // past the 16 384th with the stream bytes its symbol carried (logged
+    // just before it).
     use ltx_proto::event::{PacketKind, TraceEvent};
     let scenario = Scenario {
         size: 25_000_000,

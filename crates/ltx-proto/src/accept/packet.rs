@@ -136,7 +136,7 @@ impl<'a> InitialDatagram<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::PacketNumber;
+    use crate::wire::{PacketNumber, TruncatedPacketNumber};
 
     fn initial(dcid: u32) -> Vec<u8> {
         let mut out = Vec::new();
@@ -144,7 +144,7 @@ mod tests {
             packet_type: PacketType::Initial,
             key_phase: false,
             dcid: ConnectionId(dcid),
-            number: PacketNumber(0),
+            number: TruncatedPacketNumber::truncate(PacketNumber(0), None),
         }
         .emit(&mut out);
         out.extend_from_slice(&[0; 20]);

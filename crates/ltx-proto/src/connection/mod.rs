@@ -30,7 +30,7 @@ use crate::rtt::RttEstimator;
 use crate::wire::{
     AckFrame, CloseFrame, ConnectionId, DecoderState, EcnCounts, Frame, Frames, HandshakeFrame,
     Header, PacketNumber, PacketType, RepairFrame, Side, SourceFrame, StreamId, TransportParams,
-    MAX_HEADER_LEN,
+    TruncatedPacketNumber, MAX_HEADER_LEN,
 };
 
 use address_validation::AmplificationLimit;
@@ -893,6 +893,12 @@ impl Connection {
         None
     }
 
+    /// The largest packet number this end has received, which the next
+    /// packet's truncated number is expanded against.
+    pub(crate) fn largest_received(&self) -> Option<PacketNumber> {
+        self.received.largest().map(PacketNumber)
+    }
+
     // ---- building packets ----
 
     fn begin_packet(&mut self, packet_type: PacketType) -> (Vec<u8>, u64, usize) {
@@ -903,7 +909,10 @@ impl Connection {
             packet_type,
             key_phase: false,
             dcid: self.remote_cid,
-            number: PacketNumber(number),
+            number: TruncatedPacketNumber::truncate(
+                PacketNumber(number),
+                self.largest_acked.map(PacketNumber),
+            ),
         };
         header.emit(&mut buf);
         let header_len = buf.len();
@@ -1304,14 +1313,14 @@ impl Connection {
             self.stats.packets_dropped += 1;
             return;
         };
+        let number = header
+            .number
+            .expand(self.received.largest().map(PacketNumber));
         if header.packet_type != PacketType::Data && self.handshake_sealed_apart() {
-            return self.handle_secure_handshake(now, header, header_len, datagram);
+            return self.handle_secure_handshake(now, header, number, header_len, datagram);
         }
         let mut packet = datagram.to_vec();
-        let end = match self
-            .protection
-            .open(header.number.0, header_len, &mut packet)
-        {
+        let end = match self.protection.open(number.0, header_len, &mut packet) {
             Ok(end) => end,
             Err(e) => return self.count_refused(e),
         };
@@ -1327,7 +1336,7 @@ impl Connection {
             _ => false,
         };
         let previous_largest = self.received.largest();
-        if !accepted || !self.received.insert(header.number.0) {
+        if !accepted || !self.received.insert(number.0) {
             self.stats.packets_dropped += 1;
             return;
         }
@@ -1344,13 +1353,13 @@ impl Connection {
             EcnCodepoint::Ce => self.ecn_received.ce += 1,
             EcnCodepoint::NotEct => {}
         }
-        if self.received.largest() == Some(header.number.0) {
+        if self.received.largest() == Some(number.0) {
             self.largest_received_time = Some(now);
         }
         if self.config.trace {
             self.events
                 .push_back(Event::Trace(TraceEvent::PacketReceived {
-                    number: header.number,
+                    number,
                     bytes: datagram.len(),
                 }));
         }
@@ -1388,7 +1397,7 @@ impl Connection {
         // A gap (or a late packet) is news: acknowledge at once, so that the
         // sender's loss estimate, repair and rate measurement are not held
         // up by the acknowledgement delay.
-        let in_order = previous_largest.is_none_or(|l| l.checked_add(1) == Some(header.number.0));
+        let in_order = previous_largest.is_none_or(|l| l.checked_add(1) == Some(number.0));
         if ack_eliciting {
             self.ack_eliciting_unacked += 1;
             let quick = self.stats.packets_received <= QUICK_ACKS;

@@ -24,7 +24,7 @@ use crate::protection::{
     AeadProtection, HandshakeError, OpenError, PacketProtection, PlainProtection, PublicKey,
     SecurityConfig, KEY_LEN, PACKET_AEAD, TAG_LEN,
 };
-use crate::wire::{Frame, Frames, HandshakeFrame, Header, PacketType, Side};
+use crate::wire::{Frame, Frames, HandshakeFrame, Header, PacketNumber, PacketType, Side};
 
 /// What a secured connection keeps of its handshake.
 pub(super) struct SecureHandshake {
@@ -162,11 +162,12 @@ impl Connection {
         &mut self,
         now: Instant,
         header: Header,
+        number: PacketNumber,
         header_len: usize,
         datagram: &[u8],
     ) {
         let mut packet = datagram.to_vec();
-        let end = match PlainProtection.open(header.number.0, header_len, &mut packet) {
+        let end = match PlainProtection.open(number.0, header_len, &mut packet) {
             Ok(end) => end,
             Err(e) => return self.count_refused(e),
         };

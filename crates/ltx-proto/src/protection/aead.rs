@@ -253,7 +253,7 @@ impl PacketProtection for AeadProtection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{ConnectionId, Header, PacketNumber, PacketType};
+    use crate::wire::{ConnectionId, Header, PacketNumber, PacketType, TruncatedPacketNumber};
 
     fn pair(update_after: u64) -> (AeadProtection, AeadProtection) {
         let (a, b) = ([1u8; 32], [2u8; 32]);
@@ -269,7 +269,7 @@ mod tests {
             packet_type: PacketType::Data,
             key_phase: false,
             dcid: ConnectionId(7),
-            number: PacketNumber(number),
+            number: TruncatedPacketNumber::whole(PacketNumber(number)),
         }
         .emit(&mut out);
         let header_len = out.len();

@@ -128,9 +128,11 @@ pub trait PacketProtection: Send + std::fmt::Debug {
 const CHECKSUM_LEN: usize = 4;
 
 /// No secrecy and no authentication, only an integrity check: a CRC-32C of
-/// the whole packet, so that a corrupted packet is dropped rather than
-/// decoded into wrong bytes. For the simulator and for tests that are not
-/// about security.
+/// the packet number and the whole packet, so that a corrupted packet is
+/// dropped rather than decoded into wrong bytes, and so is one that arrives
+/// so late that its truncated number expands to another (see
+/// [`TruncatedPacketNumber`](crate::wire::TruncatedPacketNumber)). For the
+/// simulator and for tests that are not about security.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PlainProtection;
 
@@ -139,14 +141,14 @@ impl PacketProtection for PlainProtection {
         CHECKSUM_LEN
     }
 
-    fn seal(&mut self, _packet_number: u64, _header_len: usize, packet: &mut Vec<u8>) {
-        let crc = crc32c::crc32c(packet);
+    fn seal(&mut self, packet_number: u64, _header_len: usize, packet: &mut Vec<u8>) {
+        let crc = plain_checksum(packet_number, packet);
         packet.extend_from_slice(&crc.to_be_bytes());
     }
 
     fn open(
         &mut self,
-        _packet_number: u64,
+        packet_number: u64,
         header_len: usize,
         packet: &mut [u8],
     ) -> Result<usize, OpenError> {
@@ -157,11 +159,16 @@ impl PacketProtection for PlainProtection {
             return Err(OpenError::TooShort);
         }
         let (body, tag) = packet.split_at(end);
-        if crc32c::crc32c(body).to_be_bytes() != tag {
+        if plain_checksum(packet_number, body).to_be_bytes() != tag {
             return Err(OpenError::Unauthentic);
         }
         Ok(end)
     }
+}
+
+/// The plain layer's checksum of a packet's bytes and its whole number.
+fn plain_checksum(packet_number: u64, body: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&packet_number.to_be_bytes()), body)
 }
 
 #[cfg(test)]
@@ -182,6 +189,21 @@ mod tests {
                 layer.open(7, 6, &mut bad),
                 Err(OpenError::Unauthentic),
                 "bit {bit}"
+            );
+        }
+    }
+
+    #[test]
+    fn plain_layer_drops_a_packet_opened_under_another_number() {
+        let mut layer = PlainProtection;
+        let mut packet = b"header and payload".to_vec();
+        layer.seal(7, 6, &mut packet);
+        assert_eq!(layer.open(7, 6, &mut packet.clone()), Ok(18));
+        for number in [0, 6, 8, 7 + 64, 7 + (1 << 14)] {
+            assert_eq!(
+                layer.open(number, 6, &mut packet.clone()),
+                Err(OpenError::Unauthentic),
+                "number {number}"
             );
         }
     }

@@ -4,20 +4,21 @@
 //! byte 0     0 1 T T K R R R   fixed 0b01, packet type, key phase, reserved
 //! byte 1     version
 //! bytes 2-5  destination connection id, big-endian
-//! then       packet number, varint
+//! then       packet number, truncated: its low 6, 14, 30 or 62 bits as a
+//!            varint of 1, 2, 4 or 8 bytes (see [`TruncatedPacketNumber`])
 //! ```
 //!
 //! Frames follow, then the packet protection tag, which this layer does not
 //! parse.
 
-use super::varint::{put_varint, varint_len, Reader};
+use super::varint::{Reader, VarInt};
 use super::{ConnectionId, PacketNumber, WireError};
 
 /// The protocol version this crate speaks.
 pub const VERSION: u8 = 0x01;
 
-/// The longest a header can be: flags, version, connection id and an
-/// 8-byte packet number.
+/// The longest a header can be: flags, version, connection id and a packet
+/// number sent whole, in 8 bytes.
 pub const MAX_HEADER_LEN: usize = 1 + 1 + 4 + 8;
 
 /// Bits 7–6 of the first byte: always `0b01`, so that a stray datagram of
@@ -67,8 +68,117 @@ pub struct Header {
     pub key_phase: bool,
     /// The connection id the receiver chose for itself.
     pub dcid: ConnectionId,
-    /// The packet's number.
-    pub number: PacketNumber,
+    /// The packet's number, as much of it as the wire carries; the
+    /// receiver expands it against the largest number it has received.
+    pub number: TruncatedPacketNumber,
+}
+
+/// A packet number as a header carries it: its low 6, 14, 30 or 62 bits, in
+/// a varint of 1, 2, 4 or 8 bytes whose length prefix says which.
+///
+/// The sender keeps enough bits to tell the number apart from every other
+/// number the receiver may still expect: twice as many values as packets
+/// it has sent since the largest one acknowledged ([`Self::truncate`]).
+/// The receiver takes the number with those low bits nearest to the one
+/// after the largest it has received ([`Self::expand`]). This is RFC 9000's
+/// rule (§17.1, appendix A), with the length in the varint's prefix instead
+/// of the first byte. A packet that arrives so late that it expands to the
+/// wrong number fails its protection (the number is in the nonce, or in
+/// the plain checksum) and is dropped.
+///
+/// On a long fat path the number takes 2 bytes where a whole varint would
+/// take 4, on every packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TruncatedPacketNumber {
+    /// The low bits, below `1 << bits`.
+    low_bits: u64,
+    /// How many bits are kept: 6, 14, 30 or 62.
+    bits: u8,
+}
+
+/// Bits a truncated number keeps, by encoded length 1, 2, 4 and 8 bytes.
+const KEPT_BITS: [u8; 4] = [6, 14, 30, 62];
+
+impl TruncatedPacketNumber {
+    /// The shortest form of `number` that a receiver which has received
+    /// `largest_acked` (or nothing, if `None`) expands correctly.
+    pub fn truncate(
+        number: PacketNumber,
+        largest_acked: Option<PacketNumber>,
+    ) -> TruncatedPacketNumber {
+        // Numbers the receiver may not have seen, this one included; its
+        // expected number lies among them.
+        let unacked = match largest_acked {
+            Some(acked) => number.0.saturating_sub(acked.0).max(1),
+            None => number.0.saturating_add(1),
+        };
+        let bits = KEPT_BITS
+            .into_iter()
+            .find(|&bits| unacked <= 1 << (bits - 1))
+            .unwrap_or(62);
+        TruncatedPacketNumber::keep(number, bits)
+    }
+
+    /// `number` whole, in 8 bytes: expands to itself whatever the receiver
+    /// has seen.
+    pub fn whole(number: PacketNumber) -> TruncatedPacketNumber {
+        TruncatedPacketNumber::keep(number, 62)
+    }
+
+    fn keep(number: PacketNumber, bits: u8) -> TruncatedPacketNumber {
+        TruncatedPacketNumber {
+            low_bits: number.0 & ((1 << bits) - 1),
+            bits,
+        }
+    }
+
+    /// The number these bits stand for at a receiver whose largest
+    /// received number is `largest_received` (`None`: nothing yet): the
+    /// one nearest to the number after it.
+    pub fn expand(self, largest_received: Option<PacketNumber>) -> PacketNumber {
+        let expected = largest_received.map_or(0, |l| l.0.saturating_add(1));
+        let window = 1u64 << self.bits;
+        let half = window / 2;
+        let candidate = (expected & !(window - 1)) | self.low_bits;
+        let number = if candidate.saturating_add(half) <= expected
+            && candidate < VarInt::MAX.into_inner() + 1 - window
+        {
+            candidate + window
+        } else if candidate > expected.saturating_add(half) && candidate >= window {
+            candidate - window
+        } else {
+            candidate
+        };
+        PacketNumber(number)
+    }
+
+    /// How many bytes the number takes in a header: 1, 2, 4 or 8.
+    #[allow(clippy::len_without_is_empty)] // a number is never empty
+    pub fn len(self) -> usize {
+        match self.bits {
+            6 => 1,
+            14 => 2,
+            30 => 4,
+            _ => 8,
+        }
+    }
+
+    fn parse(r: &mut Reader<'_>) -> Result<TruncatedPacketNumber, WireError> {
+        let (value, len) = r.varint_and_len("packet number")?;
+        let bits = KEPT_BITS[len.trailing_zeros() as usize];
+        Ok(TruncatedPacketNumber {
+            low_bits: value,
+            bits,
+        })
+    }
+
+    fn emit(self, out: &mut Vec<u8>) {
+        // The length prefix says how many bits follow, so the varint is
+        // written in exactly `len` bytes even when its value is small.
+        let prefix = u64::from(self.len().trailing_zeros() as u8) << (8 * self.len() - 2);
+        let field = (prefix | self.low_bits).to_be_bytes();
+        out.extend_from_slice(&field[8 - self.len()..]);
+    }
 }
 
 impl Header {
@@ -95,7 +205,7 @@ impl Header {
             return Err(WireError::ReservedBits(flags));
         }
         let dcid = ConnectionId(r.u32_be("destination connection id")?);
-        let number = PacketNumber(r.varint("packet number")?);
+        let number = TruncatedPacketNumber::parse(&mut r)?;
         let header = Header {
             packet_type,
             key_phase: flags & KEY_PHASE != 0,
@@ -106,9 +216,6 @@ impl Header {
     }
 
     /// Appends the header to `out`.
-    ///
-    /// # Panics
-    /// If the packet number is 2^62 or more, which no connection reaches.
     pub fn emit(&self, out: &mut Vec<u8>) {
         let mut flags = FIXED_BITS | (self.packet_type as u8) << TYPE_SHIFT;
         if self.key_phase {
@@ -117,18 +224,20 @@ impl Header {
         out.push(flags);
         out.push(VERSION);
         out.extend_from_slice(&self.dcid.0.to_be_bytes());
-        put_varint(out, self.number.0);
+        self.number.emit(out);
     }
 
     /// How many bytes [`Header::emit`] appends.
     #[allow(clippy::len_without_is_empty)] // a header is never empty
     pub fn len(&self) -> usize {
-        1 + 1 + 4 + varint_len(self.number.0)
+        1 + 1 + 4 + self.number.len()
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     fn header() -> Header {
@@ -136,7 +245,7 @@ mod tests {
             packet_type: PacketType::Data,
             key_phase: true,
             dcid: ConnectionId(0x0102_0304),
-            number: PacketNumber(0x25),
+            number: TruncatedPacketNumber::truncate(PacketNumber(0x25), Some(PacketNumber(0x20))),
         }
     }
 
@@ -151,10 +260,90 @@ mod tests {
         assert_eq!(Header::parse(&out), Ok((header(), 7)));
     }
 
+    fn truncated_len(number: u64, largest_acked: Option<u64>) -> usize {
+        TruncatedPacketNumber::truncate(PacketNumber(number), largest_acked.map(PacketNumber)).len()
+    }
+
+    #[test]
+    fn the_number_keeps_twice_the_bits_of_the_packets_in_flight() {
+        // Nothing acknowledged: the receiver expects 0.
+        assert_eq!(truncated_len(31, None), 1);
+        assert_eq!(truncated_len(32, None), 2);
+        // Up to 32 unacknowledged in 6 bits, 8192 in 14, 2^29 in 30.
+        assert_eq!(truncated_len(1_000_032, Some(1_000_000)), 1);
+        assert_eq!(truncated_len(1_000_033, Some(1_000_000)), 2);
+        assert_eq!(truncated_len(1_008_192, Some(1_000_000)), 2);
+        assert_eq!(truncated_len(1_008_193, Some(1_000_000)), 4);
+        assert_eq!(truncated_len(1 << 40, Some((1 << 40) - (1 << 29))), 4);
+        assert_eq!(truncated_len(1 << 40, Some((1 << 40) - (1 << 29) - 1)), 8);
+        // A number at or below the largest acknowledged (a peer that acked
+        // more than was sent is refused elsewhere) still encodes.
+        assert_eq!(truncated_len(5, Some(9)), 1);
+    }
+
+    #[test]
+    fn known_expansions() {
+        let expand = |low_bits, bits, largest: Option<u64>| {
+            TruncatedPacketNumber { low_bits, bits }
+                .expand(largest.map(PacketNumber))
+                .0
+        };
+        // Across a wrap of the 14 low bits, forwards and backwards.
+        assert_eq!(expand(6, 14, Some(16_380)), 16_390);
+        assert_eq!(expand(16_380, 14, Some(16_390)), 16_380);
+        // The nearest to the expected number, 20_001.
+        assert_eq!(expand(3617, 14, Some(20_000)), 20_001);
+        assert_eq!(expand(3617 + 8191, 14, Some(20_000)), 20_001 + 8191);
+        assert_eq!(
+            expand(3617 + 8193, 14, Some(20_000)),
+            20_001 + 8193 - 16_384
+        );
+        // Nothing received: the receiver expects 0.
+        assert_eq!(expand(31, 6, None), 31);
+        // Whole numbers expand to themselves.
+        assert_eq!(expand(12, 62, Some(1 << 50)), 12);
+        // No expansion leaves the varint range.
+        let max = VarInt::MAX.into_inner();
+        assert_eq!(expand(0x3f, 6, Some(max - 1)), max);
+        assert!(expand(0, 6, Some(max - 1)) <= max);
+    }
+
+    proptest! {
+        /// Whatever the receiver has received, between the largest number
+        /// acknowledged and the packet's own, the packet's number comes back.
+        #[test]
+        fn every_truncated_number_expands_back(
+            number in 0u64..(1 << 62),
+            acked_back in prop::option::of(0u64..(1 << 31)),
+            received_back in any::<u64>(),
+        ) {
+            let acked = acked_back.and_then(|back| number.checked_sub(back.max(1)));
+            let truncated =
+                TruncatedPacketNumber::truncate(PacketNumber(number), acked.map(PacketNumber));
+            // The receiver's largest lies between what the sender knows it
+            // has and the number before this one (or nothing, if nothing
+            // was acknowledged and it has seen nothing yet).
+            let low = acked.unwrap_or(0);
+            let largest = match (acked, number) {
+                (None, 0) => None,
+                (_, 0) => Some(0),
+                _ => Some(low + received_back % (number - low).max(1)),
+            };
+            let largest = if acked.is_none() && received_back % 3 == 0 { None } else { largest };
+            prop_assert_eq!(truncated.expand(largest.map(PacketNumber)), PacketNumber(number));
+            // And the bytes carry it.
+            let mut out = Vec::new();
+            truncated.emit(&mut out);
+            prop_assert_eq!(out.len(), truncated.len());
+            let mut r = Reader::new(&out);
+            prop_assert_eq!(TruncatedPacketNumber::parse(&mut r), Ok(truncated));
+        }
+    }
+
     #[test]
     fn the_longest_header_is_max_header_len() {
         let mut h = header();
-        h.number = PacketNumber((1 << 62) - 1);
+        h.number = TruncatedPacketNumber::whole(PacketNumber((1 << 62) - 1));
         let mut out = Vec::new();
         h.emit(&mut out);
         assert_eq!(out.len(), MAX_HEADER_LEN);

@@ -8,13 +8,17 @@
 //! rely on the ranges documented on each type.
 //!
 //! ```
-//! use ltx_proto::wire::{ConnectionId, Frame, Frames, Header, PacketNumber, PacketType};
+//! use ltx_proto::wire::{
+//!     ConnectionId, Frame, Frames, Header, PacketNumber, PacketType, TruncatedPacketNumber,
+//! };
 //!
+//! // Packet 1, the receiver known to have packet 0.
+//! let number = TruncatedPacketNumber::truncate(PacketNumber(1), Some(PacketNumber(0)));
 //! let header = Header {
 //!     packet_type: PacketType::Data,
 //!     key_phase: false,
 //!     dcid: ConnectionId(7),
-//!     number: PacketNumber(1),
+//!     number,
 //! };
 //! let mut packet = Vec::new();
 //! header.emit(&mut packet);
@@ -23,6 +27,7 @@
 //!
 //! let (parsed, len) = Header::parse(&packet)?;
 //! assert_eq!(parsed, header);
+//! assert_eq!(parsed.number.expand(Some(PacketNumber(0))), PacketNumber(1));
 //! let frames = Frames::new(&packet[len..]).collect::<Result<Vec<_>, _>>()?;
 //! assert_eq!(frames, [Frame::Ping, Frame::MaxData(1 << 20)]);
 //! # Ok::<(), ltx_proto::wire::WireError>(())
@@ -42,7 +47,9 @@ pub use frame::{
     CloseFrame, Frame, Frames, HandshakeFrame, RepairFrame, SourceFrame, StreamFrame,
     MAX_NOISE_MESSAGE_LEN, MAX_REASON_LEN,
 };
-pub use header::{Header, PacketType, KEY_PHASE_BIT, MAX_HEADER_LEN, VERSION};
+pub use header::{
+    Header, PacketType, TruncatedPacketNumber, KEY_PHASE_BIT, MAX_HEADER_LEN, VERSION,
+};
 pub use ids::{ConnectionId, PacketNumber, Side, StreamId};
 pub use ltx_coding::codec::MAX_SYMBOL_SIZE;
 pub use params::{TransportParams, MIN_MAX_DATAGRAM};

@@ -164,6 +164,14 @@ impl<'a> Reader<'a> {
             .ok_or(WireError::Truncated(what))
     }
 
+    /// A varint and how many bytes it took (1, 2, 4 or 8), for a field
+    /// whose encoded length means something.
+    pub(crate) fn varint_and_len(&mut self, what: &'static str) -> Result<(u64, usize), WireError> {
+        let before = self.bytes.len();
+        let value = self.varint(what)?;
+        Ok((value, before - self.bytes.len()))
+    }
+
     /// A varint that must fit a `u16`.
     pub(crate) fn varint_u16(&mut self, what: &'static str) -> Result<u16, WireError> {
         u16::try_from(self.varint(what)?).map_err(|_| WireError::OutOfRange(what))

@@ -6,7 +6,8 @@ use ltx_coding::{RepairKey, SymbolId, Window};
 use ltx_proto::wire::{
     AckFrame, CloseFrame, ConnectionId, DecoderState, EcnCounts, Frame, HandshakeFrame, Header,
     PacketNumber, PacketType, RepairFrame, SourceFrame, StreamFrame, StreamId, TransportParams,
-    VarInt, MAX_ACK_RANGES, MAX_REASON_LEN, MAX_SYMBOL_SIZE, MIN_MAX_DATAGRAM,
+    TruncatedPacketNumber, VarInt, MAX_ACK_RANGES, MAX_REASON_LEN, MAX_SYMBOL_SIZE,
+    MIN_MAX_DATAGRAM,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -46,12 +47,18 @@ pub(crate) fn header() -> impl Strategy<Value = Header> {
         any::<bool>(),
         any::<u32>(),
         varint(),
+        prop::option::of(varint()),
     )
-        .prop_map(|(packet_type, key_phase, dcid, number)| Header {
+        .prop_map(|(packet_type, key_phase, dcid, number, acked)| Header {
             packet_type,
             key_phase,
             dcid: ConnectionId(dcid),
-            number: PacketNumber(number),
+            // Every length: a whole number, or one truncated against
+            // an acknowledgement anywhere below it.
+            number: TruncatedPacketNumber::truncate(
+                PacketNumber(number),
+                acked.map(|a| PacketNumber(a.min(number))),
+            ),
         })
 }
 
