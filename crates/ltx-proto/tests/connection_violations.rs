@@ -15,7 +15,7 @@ use ltx_coding::{RepairKey, SymbolId, Window};
 use ltx_proto::protection::{PacketProtection, PlainProtection};
 use ltx_proto::wire::{
     Frame, Header, PacketNumber, PacketType, RepairFrame, SourceFrame, StreamFrame,
-    TruncatedPacketNumber,
+    TruncatedPacketNumber, TruncatedSymbolId,
 };
 use ltx_proto::{
     symbol_size, CloseReason, Connection, EcnCodepoint, Event, Side, StreamId, TransportConfig,
@@ -87,7 +87,8 @@ fn violation(reason: Option<CloseReason>, says: &str) {
 
 fn repair(window: Window, data: &[u8]) -> Frame<'_> {
     Frame::Repair(RepairFrame {
-        window,
+        first: TruncatedSymbolId::whole(window.first),
+        len: window.len,
         key: RepairKey(3),
         density: Density::FULL.get(),
         data,
@@ -124,7 +125,7 @@ fn a_source_symbol_beyond_the_announced_window_closes_the_connection() {
     };
     let source = |id| {
         Frame::Source(SourceFrame {
-            id: SymbolId(id),
+            id: TruncatedSymbolId::whole(SymbolId(id)),
             data: &[0, 0, 0],
         })
     };
@@ -168,7 +169,7 @@ fn stream_data_beyond_the_flow_control_limit_closes_the_connection() {
         &server,
         100,
         Frame::Source(SourceFrame {
-            id: SymbolId(0),
+            id: TruncatedSymbolId::whole(SymbolId(0)),
             data: &to_the_limit,
         }),
     );
@@ -181,7 +182,7 @@ fn stream_data_beyond_the_flow_control_limit_closes_the_connection() {
         &server,
         100,
         Frame::Source(SourceFrame {
-            id: SymbolId(0),
+            id: TruncatedSymbolId::whole(SymbolId(0)),
             data: &past_the_limit,
         }),
     );

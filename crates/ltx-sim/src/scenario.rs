@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use ltx_link::{Aqm, Jitter, LinkConfig, LossModel, Outage, Rate};
-use ltx_proto::wire::{PacketNumber, TruncatedPacketNumber};
+use ltx_proto::protection::REPLAY_WINDOW;
+use ltx_proto::wire::{PacketNumber, SymbolId, TruncatedPacketNumber, TruncatedSymbolId};
 use ltx_proto::{Connection, TransportConfig};
 
 use crate::metrics::{ideal_completion, jain, percentile};
@@ -199,25 +200,33 @@ impl Scenario {
     }
 
     /// The stream bytes of a full source packet over its bytes on the wire,
-    /// the `f` of T*: the packet number as truncated with two round trips'
-    /// worth of packets unacknowledged, the symbol id of a long transfer
-    /// (four bytes), a stream offset of four bytes, the plain layer's
-    /// checksum.
+    /// the `f` of T*: the packet number and symbol id as truncated with two
+    /// round trips' worth of packets unacknowledged, a stream offset of
+    /// four bytes, the plain layer's checksum.
     pub fn payload_fraction(&self) -> f64 {
         // The packet: header (flags, version, 4-byte connection id, packet
         // number: 6 bytes and the number), the SOURCE frame's type and
-        // 4-byte symbol id (it runs to the end of the packet), the symbol,
-        // the 4-byte checksum. The symbol spends 6 bytes on its STREAM
-        // frame header (type, stream id, 4-byte offset; it runs to the end
-        // of the symbol).
+        // symbol id (it runs to the end of the packet), the symbol, the
+        // 4-byte checksum. The symbol spends 6 bytes on its STREAM frame
+        // header (type, stream id, 4-byte offset; it runs to the end of
+        // the symbol).
         let datagram = u64::from(self.transport.max_datagram);
         let bdp_bytes = self.rate_bps as u128 * self.rtt.as_micros() / 8_000_000;
         let unacked = (2 * bdp_bytes / u128::from(datagram)).clamp(1, 1 << 40) as u64;
-        let far = PacketNumber(1 << 41);
-        let number = TruncatedPacketNumber::truncate(far, Some(PacketNumber(far.0 - unacked)));
+        let far = 1 << 41;
+        let number =
+            TruncatedPacketNumber::truncate(PacketNumber(far), Some(PacketNumber(far - unacked)));
+        // A new symbol's id, the peer's decoder end at most a flight behind
+        // and, as the sender must allow, a replay window ahead.
+        let id = TruncatedSymbolId::truncate(
+            SymbolId(far),
+            SymbolId(far - unacked),
+            SymbolId(far + REPLAY_WINDOW),
+        );
         let header = 6.0 + number.len() as f64;
+        let source_frame = 1.0 + id.len() as f64;
         let symbol = ltx_proto::symbol_size(self.transport.max_datagram) as f64;
-        (symbol - 6.0) / (symbol + header + 5.0 + 4.0)
+        (symbol - 6.0) / (symbol + header + source_frame + 4.0)
     }
 
     /// The ideal completion time T* of one flow's transfer (its fair share

@@ -837,7 +837,7 @@ fn ideal_of(
 ) -> Duration {
     // A full packet's stream bytes against the largest datagram: a
     // rougher fraction than `Scenario::payload_fraction` (0.960 against
-    // 0.983 at the defaults), kept because this time also places each
+    // 0.985 at the defaults), kept because this time also places each
     // run's outages, and changing it would change every seeded soak run.
     let symbol = ltx_proto::symbol_size(transport.max_datagram) as f64;
     let payload_fraction = (symbol - 8.0) / f64::from(transport.max_datagram);

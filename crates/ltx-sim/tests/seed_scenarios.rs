@@ -133,8 +133,11 @@ fn a_bursty_transfer_ends_on_its_tail_not_a_round_trip_later() {
         let default = run(&scenario(seed, 0.01));
         let ten = run(&scenario(seed, 0.1));
         let (t, t10) = (ratio(&default), ratio(&ten));
+        // Where both tails suffice the two runs end within a few packets'
+        // time of each other (the larger tail's repairs go out first);
+        // slower means by more than that, well short of a round trip.
         assert!(
-            t <= t10,
+            t <= t10 + 0.005,
             "seed {seed}: T/T* {t} with the default tail, {t10} with 10 %"
         );
         if t < t10 - 0.1 {

@@ -20,7 +20,7 @@ use crate::config::{TransportConfig, DECODER_HISTORY};
 use crate::congestion::{Controller, Pacer};
 use crate::event::{codes, CloseReason, Event, Metrics, PacketKind, TraceEvent};
 use crate::protection::{
-    PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
+    PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, REPLAY_WINDOW, TAG_LEN,
 };
 use crate::recovery::{
     Feedback, Flight, Horizon, LossEstimate, LossEstimator, RedundancyScheme, RepairRange,
@@ -30,7 +30,7 @@ use crate::rtt::RttEstimator;
 use crate::wire::{
     AckFrame, CloseFrame, ConnectionId, DecoderState, EcnCounts, Frame, Frames, HandshakeFrame,
     Header, PacketNumber, PacketType, RepairFrame, Side, SourceFrame, StreamId, TransportParams,
-    TruncatedPacketNumber, MAX_HEADER_LEN,
+    TruncatedPacketNumber, TruncatedSymbolId, MAX_HEADER_LEN,
 };
 
 use address_validation::AmplificationLimit;
@@ -308,6 +308,9 @@ pub struct Connection {
     peer_window: u64,
     peer_decoded_through: SymbolId,
     peer_end: SymbolId,
+    /// The largest decoder end the peer has reported: its decoder's end
+    /// is never below it, which truncated symbol ids rely on.
+    largest_peer_end: SymbolId,
     peer_missing: u64,
     peer_rank: u64,
     next_repair_key: u16,
@@ -454,6 +457,7 @@ impl Connection {
             peer_window: 0,
             peer_decoded_through: SymbolId(0),
             peer_end: SymbolId(0),
+            largest_peer_end: SymbolId(0),
             peer_missing: 0,
             peer_rank: 0,
             next_repair_key: 0,
@@ -901,6 +905,18 @@ impl Connection {
 
     // ---- building packets ----
 
+    /// `id` in as few bytes as the peer's decoder needs to expand it: its
+    /// end when the frame arrives is at least the largest it reported, and
+    /// at most one past the newest symbol sent, plus what packets sent
+    /// after this one but received before it add (the peer accepts none
+    /// [`REPLAY_WINDOW`] or more behind its newest, and each packet carries
+    /// at most one new symbol).
+    fn truncate_symbol_id(&self, id: SymbolId) -> TruncatedSymbolId {
+        let sent_end = self.encoder.as_ref().map_or(id, |e| e.next_id());
+        let highest_end = SymbolId(sent_end.0.saturating_add(REPLAY_WINDOW));
+        TruncatedSymbolId::truncate(id, self.largest_peer_end, highest_end)
+    }
+
     fn begin_packet(&mut self, packet_type: PacketType) -> (Vec<u8>, u64, usize) {
         let number = self.next_number;
         self.next_number += 1;
@@ -1065,7 +1081,7 @@ impl Connection {
                 let decoded_through = decoder.next_missing();
                 DecoderState {
                     decoded_through,
-                    end: decoder.end().max(decoded_through),
+                    end: decoder_end(decoder),
                     missing: decoder.missing(),
                     rank: decoder.rank() as u64,
                 }
@@ -1139,7 +1155,7 @@ impl Connection {
         // Trailing zeros need not travel: the receiver pads the symbol back.
         let used = symbol.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
         Frame::Source(SourceFrame {
-            id,
+            id: self.truncate_symbol_id(id),
             data: &symbol[..used],
         })
         .emit(&mut buf);
@@ -1232,7 +1248,8 @@ impl Connection {
         }
         let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
         Frame::Repair(RepairFrame {
-            window: plan.window,
+            first: self.truncate_symbol_id(plan.window.first),
+            len: plan.window.len,
             key,
             density: plan.code.density_byte(),
             data: &data,
@@ -1538,13 +1555,13 @@ impl Connection {
         let Some(decoder) = self.decoder.as_mut() else {
             return Ok(());
         };
+        let id = source.id.expand(decoder_end(decoder));
         let announced = announced_end(decoder, self.config.max_window);
-        if source.id >= announced {
+        if id >= announced {
             return Err(Violation {
                 code: codes::PROTOCOL_VIOLATION,
                 reason: format!(
-                    "source symbol {} beyond the announced window, which ends before {announced}",
-                    source.id
+                    "source symbol {id} beyond the announced window, which ends before {announced}",
                 ),
             });
         }
@@ -1552,7 +1569,7 @@ impl Connection {
         padded.clear();
         padded.extend_from_slice(source.data);
         padded.resize(self.symbol_size, 0);
-        let result = decoder.receive_source(source.id, &padded);
+        let result = decoder.receive_source(id, &padded);
         self.symbol_scratch = padded;
         match result {
             Ok(_) => {}
@@ -1565,7 +1582,7 @@ impl Connection {
                 })
             }
         }
-        self.deliver_symbols(Some(source.id))
+        self.deliver_symbols(Some(id))
     }
 
     fn on_repair(&mut self, repair: &RepairFrame<'_>) -> Result<(), Violation> {
@@ -1579,13 +1596,13 @@ impl Connection {
             return Ok(());
         };
         let announced = announced_end(decoder, self.config.max_window);
-        let window_end = repair.window.end().filter(|end| *end <= announced);
-        let Some(window_end) = window_end else {
+        let window = repair.window(decoder_end(decoder));
+        let Some(window_end) = window.end().filter(|end| *end <= announced) else {
             return Err(Violation {
                 code: codes::PROTOCOL_VIOLATION,
                 reason: format!(
                     "repair symbol over {}+{}, beyond the announced window, which ends before {announced}",
-                    repair.window.first, repair.window.len
+                    window.first, window.len
                 ),
             });
         };
@@ -1593,7 +1610,7 @@ impl Connection {
             // Everything it covers is known: nothing to learn.
             return Ok(());
         }
-        if repair.window.first < decoder.base() {
+        if window.first < decoder.base() {
             self.stats.repairs_stale += 1;
             return Ok(());
         }
@@ -1601,14 +1618,14 @@ impl Connection {
             code: codes::PROTOCOL_VIOLATION,
             reason: e.to_string(),
         })?;
-        let mut coefficients = vec![0u8; usize::from(repair.window.len)];
+        let mut coefficients = vec![0u8; usize::from(window.len)];
         if code
-            .coefficients(repair.window, repair.key, &mut coefficients)
+            .coefficients(window, repair.key, &mut coefficients)
             .is_err()
         {
             return Ok(());
         }
-        match decoder.receive_combination(repair.window.first, &coefficients, repair.data) {
+        match decoder.receive_combination(window.first, &coefficients, repair.data) {
             Ok(_) => {}
             Err(ltx_coding::codec::DecodeError::ZeroCoefficients(_))
             | Err(ltx_coding::codec::DecodeError::BeforeWindow { .. }) => return Ok(()),
@@ -1737,6 +1754,7 @@ impl Connection {
                 encoder.acknowledge(self.peer_decoded_through);
             }
             self.peer_end = state.end;
+            self.largest_peer_end = self.largest_peer_end.max(state.end);
             self.peer_missing = state.missing;
             self.peer_rank = state.rank;
             let estimate = self.loss.estimate();
@@ -1828,6 +1846,13 @@ impl Connection {
 fn announced_end(decoder: &mut Decoder, max_window: u16) -> SymbolId {
     let next = decoder.next_missing();
     SymbolId(next.0.saturating_add(u64::from(max_window)))
+}
+
+/// The end this end's decoder reports (one past the newest symbol referred
+/// to, at least its first unknown one), which the peer truncates symbol ids
+/// against and this end expands them against.
+fn decoder_end(decoder: &mut Decoder) -> SymbolId {
+    decoder.end().max(decoder.next_missing())
 }
 
 fn connection_rng(seed: u64) -> SmallRng {

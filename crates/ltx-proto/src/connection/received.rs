@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 
+use crate::protection::REPLAY_WINDOW;
 use crate::wire::MAX_ACK_RANGES;
 
 /// Ranges of received packet numbers, the newest [`MAX_ACK_RANGES`] kept.
@@ -15,9 +16,18 @@ pub(crate) struct ReceivedPackets {
 
 impl ReceivedPackets {
     /// Records `number`; false if it was seen before (or is older than
-    /// anything remembered, which is treated the same way: a packet that
-    /// late carries nothing the coding has not already replaced).
+    /// anything remembered, or [`REPLAY_WINDOW`] or more below the largest,
+    /// which is treated the same way: a packet that late carries nothing
+    /// the coding has not already replaced). Whatever the protection, the
+    /// symbols of an accepted packet are thus never more than that many
+    /// behind the newest, which truncated symbol ids rely on.
     pub(crate) fn insert(&mut self, number: u64) -> bool {
+        if self
+            .largest()
+            .is_some_and(|l| l.saturating_sub(number) >= REPLAY_WINDOW)
+        {
+            return false;
+        }
         if let Some((&oldest, _)) = self.ranges.first_key_value() {
             if self.ranges.len() >= MAX_ACK_RANGES && number < oldest {
                 return false;
@@ -68,5 +78,23 @@ impl ReceivedPackets {
             .take(max)
             .map(|(&s, &e)| s..=e)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packet_a_replay_window_behind_the_newest_is_refused() {
+        let mut received = ReceivedPackets::default();
+        assert!(received.insert(10_000));
+        assert!(received.insert(10_000 - REPLAY_WINDOW + 1));
+        assert!(!received.insert(10_000 - REPLAY_WINDOW));
+        assert!(!received.insert(0));
+        // Duplicates are refused too; newer packets are not.
+        assert!(!received.insert(10_000));
+        assert!(received.insert(10_001));
+        assert_eq!(received.largest(), Some(10_001));
     }
 }

@@ -15,7 +15,7 @@ use std::iter::FusedIterator;
 
 use ltx_coding::{RepairKey, SymbolId, Window};
 
-use super::varint::{put_varint, varint_len, Reader, VarInt};
+use super::varint::{put_varint, varint_len, Reader, Truncated, VarInt};
 use super::{AckFrame, ConnectionId, StreamId, TransportParams, WireError, MAX_SYMBOL_SIZE};
 
 /// The longest reason a close frame carries, in bytes.
@@ -64,13 +64,58 @@ impl fmt::Debug for Len<'_> {
     }
 }
 
+/// A symbol id as a SOURCE or REPAIR frame carries it: its low 6, 14, 30
+/// or 62 bits, as few as tell it apart from every id the receiver's decoder
+/// might then have as its end (one past the newest symbol referred to),
+/// which the receiver expands it against. Packet numbers are truncated the
+/// same way (see [`TruncatedPacketNumber`]); on a long fat path an id takes
+/// 2 bytes where a whole varint would take 4.
+///
+/// [`TruncatedPacketNumber`]: super::TruncatedPacketNumber
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TruncatedSymbolId(Truncated);
+
+impl TruncatedSymbolId {
+    /// The shortest form of `id` for a receiver whose decoder end (one
+    /// past the newest symbol referred to) lies in `lowest_end..=highest_end`
+    /// when the frame arrives.
+    pub fn truncate(
+        id: SymbolId,
+        lowest_end: SymbolId,
+        highest_end: SymbolId,
+    ) -> TruncatedSymbolId {
+        let spread =
+            id.0.max(highest_end.0)
+                .saturating_sub(id.0.min(lowest_end.0));
+        TruncatedSymbolId(Truncated::keeping(id.0, spread))
+    }
+
+    /// `id` whole, in 8 bytes: expands to itself whatever the receiver's
+    /// decoder holds.
+    pub fn whole(id: SymbolId) -> TruncatedSymbolId {
+        TruncatedSymbolId(Truncated::whole(id.0))
+    }
+
+    /// The id with these low bits nearest to `decoder_end`, the end of the
+    /// receiver's decoder (one past the newest symbol referred to).
+    pub fn expand(self, decoder_end: SymbolId) -> SymbolId {
+        SymbolId(self.0.expand(decoder_end.0))
+    }
+
+    /// How many bytes the id takes: 1, 2, 4 or 8.
+    #[allow(clippy::len_without_is_empty)] // an id is never empty
+    pub fn len(self) -> usize {
+        self.0.len()
+    }
+}
+
 /// A source symbol: stream data as the encoder numbered it, which the
 /// receiver also feeds to its decoder. Its data runs to the end of the
 /// packet's payload, so it is the packet's last frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SourceFrame<'a> {
-    /// The symbol's id.
-    pub id: SymbolId,
+    /// The symbol's id, truncated.
+    pub id: TruncatedSymbolId,
     /// The symbol, at most [`MAX_SYMBOL_SIZE`] bytes; trailing zero bytes
     /// may be cut off, and the receiver pads it back to the symbol size.
     pub data: &'a [u8],
@@ -90,9 +135,10 @@ impl fmt::Debug for SourceFrame<'_> {
 /// packet's payload, so it is the packet's last frame.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RepairFrame<'a> {
-    /// The source symbols combined; its length is at least 1 and its end
-    /// does not overflow.
-    pub window: Window,
+    /// The first source symbol combined, truncated.
+    pub first: TruncatedSymbolId,
+    /// How many consecutive source symbols are combined, at least 1.
+    pub len: u16,
     /// The key the coefficients are drawn from.
     pub key: RepairKey,
     /// The RFC 8681 density threshold DT, 0..=15, or 0x1f for XOR parity
@@ -103,10 +149,20 @@ pub struct RepairFrame<'a> {
     pub data: &'a [u8],
 }
 
+impl RepairFrame<'_> {
+    /// The window of source symbols combined, its first id expanded
+    /// against `decoder_end` (see [`TruncatedSymbolId::expand`]). Its end
+    /// does not overflow: the first id is below 2^62.
+    pub fn window(&self, decoder_end: SymbolId) -> Window {
+        Window::new(self.first.expand(decoder_end), self.len)
+    }
+}
+
 impl fmt::Debug for RepairFrame<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RepairFrame")
-            .field("window", &self.window)
+            .field("first", &self.first)
+            .field("len", &self.len)
             .field("key", &self.key)
             .field("density", &self.density)
             .field("data", &Len(self.data))
@@ -309,14 +365,13 @@ impl<'a> Frame<'a> {
             kind::PING => Frame::Ping,
             kind::ACK => Frame::Ack(AckFrame::parse(r)?),
             kind::SOURCE => Frame::Source(SourceFrame {
-                id: SymbolId(r.varint("symbol id")?),
+                id: TruncatedSymbolId(Truncated::parse(r, "symbol id")?),
                 data: r.bytes_to_end(MAX_SYMBOL_SIZE, "source data")?,
             }),
             kind::REPAIR => {
-                let first = SymbolId(r.varint("window first")?);
+                let first = TruncatedSymbolId(Truncated::parse(r, "window first")?);
                 let len = r.varint_u16("window length")?;
-                let window = Window::new(first, len);
-                if len == 0 || window.end().is_none() {
+                if len == 0 {
                     return Err(WireError::OutOfRange("window length"));
                 }
                 let key = RepairKey(r.varint_u16("repair key")?);
@@ -326,7 +381,8 @@ impl<'a> Frame<'a> {
                 }
                 let data = r.bytes_to_end(MAX_SYMBOL_SIZE, "repair data")?;
                 Frame::Repair(RepairFrame {
-                    window,
+                    first,
+                    len,
                     key,
                     density,
                     data,
@@ -402,13 +458,13 @@ impl<'a> Frame<'a> {
             }
             Frame::Source(s) => {
                 out.push(kind::SOURCE);
-                put_varint(out, s.id.0);
+                s.id.0.emit(out);
                 out.extend_from_slice(s.data);
             }
             Frame::Repair(rep) => {
                 out.push(kind::REPAIR);
-                put_varint(out, rep.window.first.0);
-                put_varint(out, u64::from(rep.window.len));
+                rep.first.0.emit(out);
+                put_varint(out, u64::from(rep.len));
                 put_varint(out, u64::from(rep.key.0));
                 out.push(rep.density);
                 out.extend_from_slice(rep.data);
@@ -469,10 +525,10 @@ impl<'a> Frame<'a> {
             Frame::Padding(n) => return *n,
             Frame::Ping | Frame::HandshakeDone => 0,
             Frame::Ack(ack) => ack.encoded_len(),
-            Frame::Source(s) => varint_len(s.id.0) + s.data.len(),
+            Frame::Source(s) => s.id.len() + s.data.len(),
             Frame::Repair(rep) => {
-                varint_len(rep.window.first.0)
-                    + varint_len(u64::from(rep.window.len))
+                rep.first.len()
+                    + varint_len(u64::from(rep.len))
                     + varint_len(u64::from(rep.key.0))
                     + 1
                     + rep.data.len()
@@ -582,14 +638,15 @@ mod tests {
         roundtrip(Frame::Ping, &[0x01]);
         roundtrip(
             Frame::Source(SourceFrame {
-                id: SymbolId(0x25),
+                id: TruncatedSymbolId::truncate(SymbolId(0x25), SymbolId(0x20), SymbolId(0x25)),
                 data: b"ab",
             }),
             &[0x03, 0x25, b'a', b'b'],
         );
         roundtrip(
             Frame::Repair(RepairFrame {
-                window: Window::new(SymbolId(0x40), 0x10),
+                first: TruncatedSymbolId::truncate(SymbolId(0x40), SymbolId(0x20), SymbolId(0x60)),
+                len: 0x10,
                 key: RepairKey(0x0102),
                 density: 0x0f,
                 data: b"x",
@@ -803,6 +860,55 @@ mod tests {
     }
 
     #[test]
+    fn symbol_ids_take_the_bytes_the_receivers_range_needs() {
+        let len = |id, lowest, highest| {
+            TruncatedSymbolId::truncate(SymbolId(id), SymbolId(lowest), SymbolId(highest)).len()
+        };
+        // A new source symbol: the receiver's end lies between what it
+        // reported and the symbol itself.
+        assert_eq!(len(1_000_031, 1_000_000, 1_000_031), 1);
+        assert_eq!(len(1_000_032, 1_000_000, 1_000_032), 2);
+        // A repair window starting before what the receiver reported, and
+        // one while the receiver may be far ahead.
+        assert_eq!(len(1_000_000, 1_008_191, 1_008_191), 2);
+        assert_eq!(len(1_000_000, 1_000_000, 1_008_192), 4);
+        assert_eq!(len(5, 0, 1 << 40), 8);
+    }
+
+    #[test]
+    fn a_repair_window_is_expanded_against_the_decoder_end() {
+        let repair = RepairFrame {
+            first: TruncatedSymbolId::truncate(
+                SymbolId(16_380),
+                SymbolId(16_000),
+                SymbolId(16_400),
+            ),
+            len: 10,
+            key: RepairKey(0),
+            density: 0x0f,
+            data: b"",
+        };
+        assert_eq!(repair.first.len(), 2);
+        for end in [16_000, 16_384, 16_400] {
+            assert_eq!(
+                repair.window(SymbolId(end)),
+                Window::new(SymbolId(16_380), 10),
+                "end {end}"
+            );
+        }
+        // The last ids there are.
+        let max = VarInt::MAX.into_inner();
+        let last = RepairFrame {
+            first: TruncatedSymbolId::whole(SymbolId(max - 2)),
+            len: u16::MAX,
+            ..repair
+        };
+        let window = last.window(SymbolId(max));
+        assert_eq!(window.first, SymbolId(max - 2));
+        assert!(window.end().is_some());
+    }
+
+    #[test]
     fn window_len_0_refused_1_accepted() {
         assert_eq!(
             parse(&repair_bytes(0, 0)),
@@ -880,7 +986,7 @@ mod tests {
         assert_eq!(
             Frames::new(&source).collect::<Vec<_>>(),
             vec![Ok(Frame::Source(SourceFrame {
-                id: SymbolId(7),
+                id: TruncatedSymbolId(Truncated::from_parts(7, 6)),
                 data: &[kind::PING, 0x00],
             }))]
         );
@@ -967,12 +1073,13 @@ mod tests {
     fn debug_shows_payload_lengths_not_bytes() {
         let data = [0xaa; 1000];
         let frame = Frame::Source(SourceFrame {
-            id: SymbolId(1),
+            id: TruncatedSymbolId::whole(SymbolId(1)),
             data: &data,
         });
         assert_eq!(
             format!("{frame:?}"),
-            "Source(SourceFrame { id: SymbolId(1), data: [1000 bytes] })"
+            "Source(SourceFrame { id: TruncatedSymbolId(Truncated { low_bits: 1, bits: 62 }), \
+             data: [1000 bytes] })"
         );
     }
 }

@@ -11,7 +11,7 @@
 //! Frames follow, then the packet protection tag, which this layer does not
 //! parse.
 
-use super::varint::{Reader, VarInt};
+use super::varint::{Reader, Truncated};
 use super::{ConnectionId, PacketNumber, WireError};
 
 /// The protocol version this crate speaks.
@@ -89,15 +89,7 @@ pub struct Header {
 /// On a long fat path the number takes 2 bytes where a whole varint would
 /// take 4, on every packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct TruncatedPacketNumber {
-    /// The low bits, below `1 << bits`.
-    low_bits: u64,
-    /// How many bits are kept: 6, 14, 30 or 62.
-    bits: u8,
-}
-
-/// Bits a truncated number keeps, by encoded length 1, 2, 4 and 8 bytes.
-const KEPT_BITS: [u8; 4] = [6, 14, 30, 62];
+pub struct TruncatedPacketNumber(Truncated);
 
 impl TruncatedPacketNumber {
     /// The shortest form of `number` that a receiver which has received
@@ -106,30 +98,20 @@ impl TruncatedPacketNumber {
         number: PacketNumber,
         largest_acked: Option<PacketNumber>,
     ) -> TruncatedPacketNumber {
-        // Numbers the receiver may not have seen, this one included; its
-        // expected number lies among them.
-        let unacked = match largest_acked {
-            Some(acked) => number.0.saturating_sub(acked.0).max(1),
-            None => number.0.saturating_add(1),
+        // The receiver expects the number after its largest, which lies
+        // between the largest acknowledged and this one: at most this far
+        // from it.
+        let spread = match largest_acked {
+            Some(acked) => number.0.saturating_sub(acked.0).saturating_sub(1),
+            None => number.0,
         };
-        let bits = KEPT_BITS
-            .into_iter()
-            .find(|&bits| unacked <= 1 << (bits - 1))
-            .unwrap_or(62);
-        TruncatedPacketNumber::keep(number, bits)
+        TruncatedPacketNumber(Truncated::keeping(number.0, spread))
     }
 
     /// `number` whole, in 8 bytes: expands to itself whatever the receiver
     /// has seen.
     pub fn whole(number: PacketNumber) -> TruncatedPacketNumber {
-        TruncatedPacketNumber::keep(number, 62)
-    }
-
-    fn keep(number: PacketNumber, bits: u8) -> TruncatedPacketNumber {
-        TruncatedPacketNumber {
-            low_bits: number.0 & ((1 << bits) - 1),
-            bits,
-        }
+        TruncatedPacketNumber(Truncated::whole(number.0))
     }
 
     /// The number these bits stand for at a receiver whose largest
@@ -137,47 +119,13 @@ impl TruncatedPacketNumber {
     /// one nearest to the number after it.
     pub fn expand(self, largest_received: Option<PacketNumber>) -> PacketNumber {
         let expected = largest_received.map_or(0, |l| l.0.saturating_add(1));
-        let window = 1u64 << self.bits;
-        let half = window / 2;
-        let candidate = (expected & !(window - 1)) | self.low_bits;
-        let number = if candidate.saturating_add(half) <= expected
-            && candidate < VarInt::MAX.into_inner() + 1 - window
-        {
-            candidate + window
-        } else if candidate > expected.saturating_add(half) && candidate >= window {
-            candidate - window
-        } else {
-            candidate
-        };
-        PacketNumber(number)
+        PacketNumber(self.0.expand(expected))
     }
 
     /// How many bytes the number takes in a header: 1, 2, 4 or 8.
     #[allow(clippy::len_without_is_empty)] // a number is never empty
     pub fn len(self) -> usize {
-        match self.bits {
-            6 => 1,
-            14 => 2,
-            30 => 4,
-            _ => 8,
-        }
-    }
-
-    fn parse(r: &mut Reader<'_>) -> Result<TruncatedPacketNumber, WireError> {
-        let (value, len) = r.varint_and_len("packet number")?;
-        let bits = KEPT_BITS[len.trailing_zeros() as usize];
-        Ok(TruncatedPacketNumber {
-            low_bits: value,
-            bits,
-        })
-    }
-
-    fn emit(self, out: &mut Vec<u8>) {
-        // The length prefix says how many bits follow, so the varint is
-        // written in exactly `len` bytes even when its value is small.
-        let prefix = u64::from(self.len().trailing_zeros() as u8) << (8 * self.len() - 2);
-        let field = (prefix | self.low_bits).to_be_bytes();
-        out.extend_from_slice(&field[8 - self.len()..]);
+        self.0.len()
     }
 }
 
@@ -205,7 +153,7 @@ impl Header {
             return Err(WireError::ReservedBits(flags));
         }
         let dcid = ConnectionId(r.u32_be("destination connection id")?);
-        let number = TruncatedPacketNumber::parse(&mut r)?;
+        let number = TruncatedPacketNumber(Truncated::parse(&mut r, "packet number")?);
         let header = Header {
             packet_type,
             key_phase: flags & KEY_PHASE != 0,
@@ -224,7 +172,7 @@ impl Header {
         out.push(flags);
         out.push(VERSION);
         out.extend_from_slice(&self.dcid.0.to_be_bytes());
-        self.number.emit(out);
+        self.number.0.emit(out);
     }
 
     /// How many bytes [`Header::emit`] appends.
@@ -284,7 +232,7 @@ mod tests {
     #[test]
     fn known_expansions() {
         let expand = |low_bits, bits, largest: Option<u64>| {
-            TruncatedPacketNumber { low_bits, bits }
+            TruncatedPacketNumber(Truncated::from_parts(low_bits, bits))
                 .expand(largest.map(PacketNumber))
                 .0
         };
@@ -303,7 +251,7 @@ mod tests {
         // Whole numbers expand to themselves.
         assert_eq!(expand(12, 62, Some(1 << 50)), 12);
         // No expansion leaves the varint range.
-        let max = VarInt::MAX.into_inner();
+        let max = crate::wire::VarInt::MAX.into_inner();
         assert_eq!(expand(0x3f, 6, Some(max - 1)), max);
         assert!(expand(0, 6, Some(max - 1)) <= max);
     }
@@ -333,10 +281,10 @@ mod tests {
             prop_assert_eq!(truncated.expand(largest.map(PacketNumber)), PacketNumber(number));
             // And the bytes carry it.
             let mut out = Vec::new();
-            truncated.emit(&mut out);
+            truncated.0.emit(&mut out);
             prop_assert_eq!(out.len(), truncated.len());
             let mut r = Reader::new(&out);
-            prop_assert_eq!(TruncatedPacketNumber::parse(&mut r), Ok(truncated));
+            prop_assert_eq!(Truncated::parse(&mut r, "number"), Ok(truncated.0));
         }
     }
 

@@ -45,12 +45,13 @@ pub use ack::{AckFrame, DecoderState, EcnCounts, MAX_ACK_RANGES};
 pub use error::WireError;
 pub use frame::{
     CloseFrame, Frame, Frames, HandshakeFrame, RepairFrame, SourceFrame, StreamFrame,
-    MAX_NOISE_MESSAGE_LEN, MAX_REASON_LEN,
+    TruncatedSymbolId, MAX_NOISE_MESSAGE_LEN, MAX_REASON_LEN,
 };
 pub use header::{
     Header, PacketType, TruncatedPacketNumber, KEY_PHASE_BIT, MAX_HEADER_LEN, VERSION,
 };
 pub use ids::{ConnectionId, PacketNumber, Side, StreamId};
 pub use ltx_coding::codec::MAX_SYMBOL_SIZE;
+pub use ltx_coding::SymbolId;
 pub use params::{TransportParams, MIN_MAX_DATAGRAM};
 pub use varint::{varint_len, VarInt};

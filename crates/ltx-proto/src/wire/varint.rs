@@ -98,6 +98,91 @@ impl fmt::Display for VarInt {
     }
 }
 
+/// An integer as a field carries it when the receiver knows roughly where
+/// it lies: its low 6, 14, 30 or 62 bits, in a varint of 1, 2, 4 or 8 bytes
+/// whose length prefix says which. The receiver takes the value with those
+/// low bits nearest to the one it expects (RFC 9000, appendix A, which
+/// does this for packet numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Truncated {
+    /// The low bits, below `1 << bits`.
+    low_bits: u64,
+    /// How many bits are kept: 6, 14, 30 or 62.
+    bits: u8,
+}
+
+/// Bits a truncated integer keeps, by encoded length 1, 2, 4 and 8 bytes.
+const KEPT_BITS: [u8; 4] = [6, 14, 30, 62];
+
+impl Truncated {
+    /// The shortest form of `value` that expands back to it at a receiver
+    /// expecting any value at most `spread` away from it: the kept bits
+    /// span more than twice `spread`.
+    pub(crate) fn keeping(value: u64, spread: u64) -> Truncated {
+        let bits = KEPT_BITS
+            .into_iter()
+            .find(|&bits| spread < 1 << (bits - 1))
+            .unwrap_or(62);
+        Truncated::from_parts(value, bits)
+    }
+
+    /// `value` whole, in 8 bytes: expands to itself whatever the receiver
+    /// expects. Values of 2^62 or more keep their low 62 bits.
+    pub(crate) fn whole(value: u64) -> Truncated {
+        Truncated::from_parts(value, 62)
+    }
+
+    pub(crate) fn from_parts(value: u64, bits: u8) -> Truncated {
+        Truncated {
+            low_bits: value & ((1 << bits) - 1),
+            bits,
+        }
+    }
+
+    /// The value with these low bits nearest to `expected`, never 2^62 or
+    /// more.
+    pub(crate) fn expand(self, expected: u64) -> u64 {
+        let window = 1u64 << self.bits;
+        let half = window / 2;
+        let candidate = (expected & !(window - 1)) | self.low_bits;
+        if candidate.saturating_add(half) <= expected
+            && candidate < VarInt::MAX.into_inner() + 1 - window
+        {
+            candidate + window
+        } else if candidate > expected.saturating_add(half) && candidate >= window {
+            candidate - window
+        } else {
+            candidate & VarInt::MAX.into_inner()
+        }
+    }
+
+    /// How many bytes it takes: 1, 2, 4 or 8.
+    pub(crate) fn len(self) -> usize {
+        match self.bits {
+            6 => 1,
+            14 => 2,
+            30 => 4,
+            _ => 8,
+        }
+    }
+
+    pub(crate) fn parse(r: &mut Reader<'_>, what: &'static str) -> Result<Truncated, WireError> {
+        let (low_bits, len) = r.varint_and_len(what)?;
+        Ok(Truncated {
+            low_bits,
+            bits: KEPT_BITS[len.trailing_zeros() as usize],
+        })
+    }
+
+    /// Appends it in exactly [`Truncated::len`] bytes, even when the low
+    /// bits would fit fewer: the length says how many bits follow.
+    pub(crate) fn emit(self, out: &mut Vec<u8>) {
+        let len = self.len();
+        let prefix = u64::from(len.trailing_zeros()) << (8 * len - 2);
+        out.extend_from_slice(&(prefix | self.low_bits).to_be_bytes()[8 - len..]);
+    }
+}
+
 /// How many bytes the varint encoding of `x` takes: 1, 2, 4 or 8 (8 also for
 /// values too large to encode, which [`VarInt::from_u64`] refuses).
 pub fn varint_len(x: u64) -> usize {

@@ -2,12 +2,12 @@
 // Each test crate that includes this uses a different part of it.
 #![allow(dead_code)]
 
-use ltx_coding::{RepairKey, SymbolId, Window};
+use ltx_coding::{RepairKey, SymbolId};
 use ltx_proto::wire::{
     AckFrame, CloseFrame, ConnectionId, DecoderState, EcnCounts, Frame, HandshakeFrame, Header,
     PacketNumber, PacketType, RepairFrame, SourceFrame, StreamFrame, StreamId, TransportParams,
-    TruncatedPacketNumber, VarInt, MAX_ACK_RANGES, MAX_REASON_LEN, MAX_SYMBOL_SIZE,
-    MIN_MAX_DATAGRAM,
+    TruncatedPacketNumber, TruncatedSymbolId, VarInt, MAX_ACK_RANGES, MAX_REASON_LEN,
+    MAX_SYMBOL_SIZE, MIN_MAX_DATAGRAM,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -153,17 +153,23 @@ fn stream() -> impl Strategy<Value = StreamFrame<'static>> {
         })
 }
 
+/// A symbol id of any length: truncated for a receiver whose decoder end
+/// lies anywhere in a range around it, or whole.
+fn symbol_id() -> impl Strategy<Value = TruncatedSymbolId> {
+    (varint(), varint(), varint()).prop_map(|(id, a, b)| {
+        TruncatedSymbolId::truncate(SymbolId(id), SymbolId(a.min(b)), SymbolId(a.max(b)))
+    })
+}
+
 /// Any frame but padding, which merges with a neighbour of its kind.
 pub(crate) fn frame() -> impl Strategy<Value = Frame<'static>> {
     prop_oneof![
         Just(Frame::Ping),
         ack().prop_map(Frame::Ack),
-        (varint(), bytes(MAX_SYMBOL_SIZE)).prop_map(|(id, data)| Frame::Source(SourceFrame {
-            id: SymbolId(id),
-            data
-        })),
+        (symbol_id(), bytes(MAX_SYMBOL_SIZE))
+            .prop_map(|(id, data)| Frame::Source(SourceFrame { id, data })),
         (
-            varint(),
+            symbol_id(),
             1..=u16::MAX,
             any::<u16>(),
             0..=15u8,
@@ -171,7 +177,8 @@ pub(crate) fn frame() -> impl Strategy<Value = Frame<'static>> {
         )
             .prop_map(
                 |(first, len, key, density, data)| Frame::Repair(RepairFrame {
-                    window: Window::new(SymbolId(first), len),
+                    first,
+                    len,
                     key: RepairKey(key),
                     density,
                     data,
