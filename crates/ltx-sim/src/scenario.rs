@@ -204,12 +204,12 @@ impl Scenario {
     /// round trips' worth of packets unacknowledged, a stream offset of
     /// four bytes, the plain layer's checksum.
     pub fn payload_fraction(&self) -> f64 {
-        // The packet: header (flags, version, 4-byte connection id, packet
-        // number: 6 bytes and the number), the SOURCE frame's type and
-        // symbol id (it runs to the end of the packet), the symbol, the
-        // 4-byte checksum. The symbol spends 6 bytes on its STREAM frame
-        // header (type, stream id, 4-byte offset; it runs to the end of
-        // the symbol).
+        // The packet: header (flags, 4-byte connection id, packet number:
+        // 5 bytes and the number; a Data packet has no version), the
+        // SOURCE frame's type and symbol id (it runs to the end of the
+        // packet), the symbol, the 4-byte checksum. The symbol spends 6
+        // bytes on its STREAM frame header (type, stream id, 4-byte
+        // offset; it runs to the end of the symbol).
         let datagram = u64::from(self.transport.max_datagram);
         let bdp_bytes = self.rate_bps as u128 * self.rtt.as_micros() / 8_000_000;
         let unacked = (2 * bdp_bytes / u128::from(datagram)).clamp(1, 1 << 40) as u64;
@@ -223,7 +223,7 @@ impl Scenario {
             SymbolId(far - unacked),
             SymbolId(far + REPLAY_WINDOW),
         );
-        let header = 6.0 + number.len() as f64;
+        let header = 5.0 + number.len() as f64;
         let source_frame = 1.0 + id.len() as f64;
         let symbol = ltx_proto::symbol_size(self.transport.max_datagram) as f64;
         (symbol - 6.0) / (symbol + header + source_frame + 4.0)

@@ -2,11 +2,15 @@
 //!
 //! ```text
 //! byte 0     0 1 T T K R R R   fixed 0b01, packet type, key phase, reserved
-//! byte 1     version
-//! bytes 2-5  destination connection id, big-endian
+//! byte 1     version (Initial and Handshake packets only)
+//! 4 bytes    destination connection id, big-endian
 //! then       packet number, truncated: its low 6, 14, 30 or 62 bits as a
 //!            varint of 1, 2, 4 or 8 bytes (see [`TruncatedPacketNumber`])
 //! ```
+//!
+//! The handshake settles the version, so Data packets, which carry
+//! everything after it, leave it out, as QUIC's short header does: a byte
+//! less on every packet of a transfer.
 //!
 //! Frames follow, then the packet protection tag, which this layer does not
 //! parse.
@@ -18,7 +22,7 @@ use super::{ConnectionId, PacketNumber, WireError};
 pub const VERSION: u8 = 0x01;
 
 /// The longest a header can be: flags, version, connection id and a packet
-/// number sent whole, in 8 bytes.
+/// number sent whole, in 8 bytes (a Data packet's is a byte shorter).
 pub const MAX_HEADER_LEN: usize = 1 + 1 + 4 + 8;
 
 /// Bits 7–6 of the first byte: always `0b01`, so that a stray datagram of
@@ -133,20 +137,23 @@ impl Header {
     /// Parses the header at the start of `bytes`, returning it and its length
     /// in bytes (the frames start there).
     ///
-    /// The fixed bits are checked first and the version next, so that a
-    /// packet of a future version, whose other bits may mean something else,
-    /// is reported as [`WireError::UnsupportedVersion`].
+    /// The fixed bits are checked first and, in any packet but Data, the
+    /// version next, so that a packet of a future version, whose other bits
+    /// may mean something else, is reported as
+    /// [`WireError::UnsupportedVersion`].
     pub fn parse(bytes: &[u8]) -> Result<(Header, usize), WireError> {
         let mut r = Reader::new(bytes);
         let flags = r.u8("header flags")?;
         if flags & FIXED_MASK != FIXED_BITS {
             return Err(WireError::FixedBits(flags));
         }
-        let version = r.u8("version")?;
-        if version != VERSION {
-            return Err(WireError::UnsupportedVersion(version));
-        }
         let type_bits = (flags & TYPE_MASK) >> TYPE_SHIFT;
+        if type_bits != PacketType::Data as u8 {
+            let version = r.u8("version")?;
+            if version != VERSION {
+                return Err(WireError::UnsupportedVersion(version));
+            }
+        }
         let packet_type =
             PacketType::from_bits(type_bits).ok_or(WireError::UnknownPacketType(type_bits))?;
         if flags & RESERVED_MASK != 0 {
@@ -170,7 +177,9 @@ impl Header {
             flags |= KEY_PHASE;
         }
         out.push(flags);
-        out.push(VERSION);
+        if self.packet_type != PacketType::Data {
+            out.push(VERSION);
+        }
         out.extend_from_slice(&self.dcid.0.to_be_bytes());
         self.number.0.emit(out);
     }
@@ -178,7 +187,8 @@ impl Header {
     /// How many bytes [`Header::emit`] appends.
     #[allow(clippy::len_without_is_empty)] // a header is never empty
     pub fn len(&self) -> usize {
-        1 + 1 + 4 + self.number.len()
+        let version = usize::from(self.packet_type != PacketType::Data);
+        1 + version + 4 + self.number.len()
     }
 }
 
@@ -201,11 +211,24 @@ mod tests {
     fn known_encoding() {
         let mut out = Vec::new();
         header().emit(&mut out);
-        assert_eq!(out, [0x68, 0x01, 0x01, 0x02, 0x03, 0x04, 0x25]);
+        // A Data packet: no version.
+        assert_eq!(out, [0x68, 0x01, 0x02, 0x03, 0x04, 0x25]);
         assert_eq!(header().len(), out.len());
         // Frames follow the header; parsing stops where they start.
         out.push(0x01);
-        assert_eq!(Header::parse(&out), Ok((header(), 7)));
+        assert_eq!(Header::parse(&out), Ok((header(), 6)));
+        // The handshake's packets carry the version after the flags.
+        for (packet_type, flags) in [(PacketType::Initial, 0x48), (PacketType::Handshake, 0x58)] {
+            let h = Header {
+                packet_type,
+                ..header()
+            };
+            let mut out = Vec::new();
+            h.emit(&mut out);
+            assert_eq!(out, [flags, VERSION, 0x01, 0x02, 0x03, 0x04, 0x25]);
+            assert_eq!(h.len(), out.len());
+            assert_eq!(Header::parse(&out), Ok((h, 7)));
+        }
     }
 
     fn truncated_len(number: u64, largest_acked: Option<u64>) -> usize {
@@ -291,6 +314,7 @@ mod tests {
     #[test]
     fn the_longest_header_is_max_header_len() {
         let mut h = header();
+        h.packet_type = PacketType::Handshake;
         h.number = TruncatedPacketNumber::whole(PacketNumber((1 << 62) - 1));
         let mut out = Vec::new();
         h.emit(&mut out);
@@ -298,9 +322,17 @@ mod tests {
         assert_eq!(Header::parse(&out), Ok((h, MAX_HEADER_LEN)));
     }
 
+    /// A header whose first byte is `flags`, laid out for the packet type
+    /// they say (type 3 as the handshake's packets are).
     fn with_flags(flags: u8) -> Vec<u8> {
+        let packet_type =
+            PacketType::from_bits((flags & TYPE_MASK) >> TYPE_SHIFT).unwrap_or(PacketType::Initial);
         let mut out = Vec::new();
-        header().emit(&mut out);
+        Header {
+            packet_type,
+            ..header()
+        }
+        .emit(&mut out);
         out[0] = flags;
         out
     }
@@ -349,7 +381,7 @@ mod tests {
 
     #[test]
     fn another_version_is_told_apart() {
-        let mut bytes = with_flags(0x68);
+        let mut bytes = with_flags(0x58);
         for version in [0x00, 0x02, 0xff] {
             bytes[1] = version;
             assert_eq!(
@@ -367,12 +399,14 @@ mod tests {
 
     #[test]
     fn every_truncation_is_refused() {
-        let bytes = with_flags(0x68);
-        for len in 0..bytes.len() {
-            assert!(
-                matches!(Header::parse(&bytes[..len]), Err(WireError::Truncated(_))),
-                "{len}"
-            );
+        for flags in [0x48, 0x58, 0x68] {
+            let bytes = with_flags(flags);
+            for len in 0..bytes.len() {
+                assert!(
+                    matches!(Header::parse(&bytes[..len]), Err(WireError::Truncated(_))),
+                    "{flags:#x}: {len}"
+                );
+            }
         }
     }
 }
