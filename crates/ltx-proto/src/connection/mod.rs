@@ -672,7 +672,23 @@ impl Connection {
                 // No feedback for a while: send a repair over everything the
                 // peer may lack (it stands in for any lost symbol), or a
                 // ping if there is nothing to repair.
-                let probes = PROBES * self.pto_count.clamp(1, MAX_PROBE_GROWTH);
+                let mut probes = PROBES * self.pto_count.clamp(1, MAX_PROBE_GROWTH);
+                if self.pto_count == 1 && !self.symbols_acked && self.rtt.has_sample() {
+                    // Not one packet of the first flight of symbols came
+                    // back within a measured round trip: it most likely
+                    // fell whole into a run of loss, and the peer lacks all
+                    // of it. Probes enough to replace it whole (each covers
+                    // every symbol) make a round of them that gets through
+                    // decode it, instead of only bringing back the report
+                    // that asks for it. Without a sample (the handshake's
+                    // was ambiguous) the round trip is RFC 9002's initial
+                    // guess, and the time-out may only have come early.
+                    // Once only: a flight whose whole probe round is lost
+                    // too is more likely behind an outage, which the small
+                    // growing rounds wait out more cheaply.
+                    let flight = u32::try_from(self.unconfirmed_symbols()).unwrap_or(u32::MAX);
+                    probes = probes.max(flight);
+                }
                 self.probe_owed = self.probe_owed.max(probes);
                 self.detect_losses(now);
                 // The repairs that answered the peer's last reported deficit
