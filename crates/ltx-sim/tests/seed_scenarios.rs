@@ -326,15 +326,10 @@ fn four_flows_that_start_together_lose_nothing_to_an_ecn_marking_queue() {
     assert_fair_with_a_short_queue(&scenario, &result);
 }
 
-#[test]
-fn a_first_flight_lost_whole_is_probed_a_round_trip_and_a_quarter_after_it() {
-    // The handshake completes at 600 ms; the path is down from 590 ms to
-    // 1 s, so the first flight is lost whole and no acknowledgement comes.
-    // The first probe must not wait the three round trips that RFC 9002's
-    // variance for a single sample gives (1.8 s here), but 5/4 of the round
-    // trip and the peer's acknowledgement delay of at most 25 ms.
-    use ltx_proto::event::{PacketKind, TraceEvent};
-    let scenario = Scenario {
+/// 1 MB on the long path, traced, with the path down from 590 ms to 1 s:
+/// the handshake completes at 600 ms and its first flight is lost whole.
+fn first_flight_lost_in_an_outage() -> Scenario {
+    Scenario {
         size: 1_000_000,
         trace: true,
         faults: Faults {
@@ -345,7 +340,18 @@ fn a_first_flight_lost_whole_is_probed_a_round_trip_and_a_quarter_after_it() {
             ..Faults::default()
         },
         ..long_delay(0.0, 1.0)
-    };
+    }
+}
+
+#[test]
+fn a_first_flight_lost_whole_is_probed_a_round_trip_and_a_quarter_after_it() {
+    // The handshake completes at 600 ms; the path is down from 590 ms to
+    // 1 s, so the first flight is lost whole and no acknowledgement comes.
+    // The first probe must not wait the three round trips that RFC 9002's
+    // variance for a single sample gives (1.8 s here), but 5/4 of the round
+    // trip and the peer's acknowledgement delay of at most 25 ms.
+    use ltx_proto::event::{PacketKind, TraceEvent};
+    let scenario = first_flight_lost_in_an_outage();
     let result = run(&scenario);
     let sent = |wanted: fn(&PacketKind) -> bool| {
         result.trace.iter().find_map(|(at, event)| match event {
@@ -371,19 +377,7 @@ fn the_first_probes_of_a_first_flight_lost_whole_replace_it_whole() {
     // repairs as it had symbols, so that the round decodes it where a few
     // probes would only bring back the report that asks for the rest.
     use ltx_proto::event::{PacketKind, TraceEvent};
-    let outage = Scenario {
-        size: 1_000_000,
-        trace: true,
-        faults: Faults {
-            outages: vec![Outage {
-                start: Duration::from_millis(590),
-                end: Duration::from_millis(1000),
-            }],
-            ..Faults::default()
-        },
-        ..long_delay(0.0, 1.0)
-    };
-    let result = run(&outage);
+    let result = run(&first_flight_lost_in_an_outage());
     let sent: Vec<(f64, bool)> = result
         .trace
         .iter()
