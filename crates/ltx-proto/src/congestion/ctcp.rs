@@ -78,6 +78,15 @@
 //! response is firmer than for the RTT rule but gentler than Reno's half,
 //! since the AQM marks early.
 //!
+//! A cut for random loss keeps two datagrams above `cwnd × RTTmin / RTT`:
+//! the window counts as in flight the packets lost and not yet declared
+//! lost (a loss is declared once three later packets are acknowledged) and
+//! ACKs come every second packet, so a window of exactly the path's
+//! bandwidth-delay product runs the link dry for a moment after each cut.
+//! At 10 Mbit/s, 20 ms and 20 % loss (20 MB, seed 1), where such cuts come
+//! every seven round trips or so, the link stood idle for 218 ms of the
+//! 21 s transfer without the two datagrams and 69 ms with them.
+//!
 //! A congestion cut (ECN, or a loss cut to 0.9 or less) also starts a new
 //! round for both signals, so one congestion episode is not answered twice;
 //! a loss that barely cuts leaves the ECN response free.
@@ -566,6 +575,11 @@ const MIN_QUEUE_SAMPLES: u32 = 8;
 /// A ratio `RTTmin / RTT` above this is no standing queue: random loss then
 /// leaves the window alone.
 const STANDING_QUEUE: f64 = 0.9;
+
+/// Datagrams a random-loss cut keeps above `RTTmin / RTT` of the window:
+/// the ACK clock's grain (see the module documentation, *Congestion
+/// avoidance*).
+const ACK_CLOCK_HEADROOM: u64 = 2;
 
 /// How many consecutive RTT samples must show a queue to end start-up.
 const QUEUE_SAMPLES: usize = 8;
@@ -1279,7 +1293,12 @@ impl Controller for Ctcp {
             // keep the round open for a loss that can tell.
             return;
         }
+        let before = self.window;
         self.scale(factor);
+        if !above_baseline {
+            let headroom = ACK_CLOCK_HEADROOM.saturating_mul(self.max_datagram);
+            self.window = self.window.saturating_add(headroom).min(before);
+        }
         self.set_loss_epoch(now);
         if factor <= 0.9 {
             self.ecn_epoch = Some(now);
@@ -1452,6 +1471,40 @@ mod tests {
         let at = start + Duration::from_millis(300);
         cc.on_loss(at, at - Duration::from_millis(100), 1200, false, &rtt);
         assert_eq!(cc.window(), before);
+    }
+
+    #[test]
+    fn a_random_loss_on_a_standing_queue_cuts_to_the_path_and_two_datagrams() {
+        // A queue of a fifth of the RTT: a random loss takes the window to
+        // what the path holds without it, and keeps two datagrams for the
+        // ACK clock's grain; a loss above the baseline keeps nothing.
+        let start = Instant::now();
+        for above_baseline in [false, true] {
+            let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), start, MTU);
+            cc.in_startup = false;
+            cc.window = 100 * 1200;
+            let rtt = rtt_of(100, 125);
+            for i in 0..10u32 {
+                let at = start + Duration::from_millis(100 + u64::from(i));
+                cc.on_ack(at, at - Duration::from_millis(100), 1200, false, &rtt);
+            }
+            let before = cc.window() as f64;
+            let at = start + Duration::from_millis(300);
+            cc.on_loss(
+                at,
+                at - Duration::from_millis(100),
+                1200,
+                above_baseline,
+                &rtt,
+            );
+            let headroom = if above_baseline { 0.0 } else { 2.0 * 1200.0 };
+            let want = before * 100.0 / 125.0 + headroom;
+            let got = cc.window() as f64;
+            assert!(
+                (got - want).abs() <= 1.0,
+                "above baseline {above_baseline}: window {got}, want {want}"
+            );
+        }
     }
 
     #[test]
