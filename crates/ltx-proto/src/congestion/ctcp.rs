@@ -87,7 +87,7 @@
 //! the link dry for a moment after each cut. At 10 Mbit/s, 20 ms and 20 %
 //! loss (20 MB, seed 1), where such cuts come every seven round trips or
 //! so, the link stood idle for 218 ms of the 21 s transfer without the two
-//! datagrams and 69 ms with them. A deeper cut keeps nothing more: the
+//! datagrams and 72 ms with them. A deeper cut keeps nothing more: the
 //! queue grew past the target, and where the estimate has taken losses of
 //! congestion for random ones (four flows on a 50 Mbit/s, 2 ms path with a
 //! queue of nine packets, where each window is a few datagrams), room kept
