@@ -48,6 +48,20 @@ enum Command {
     Sim(sim::SimCommand),
 }
 
+/// Lets a closed stdout end the process as it ends any Unix filter
+/// (`ltx sim compare --json | head`), instead of a panic in the first print
+/// after it: the default action of SIGPIPE, which Rust's runtime ignores.
+/// Only for the commands that compute and print and hold nothing to clean
+/// up (the simulator's, and the benchmarks on loopback): the others own
+/// namespaces or partial files, which a signal would leave behind.
+pub(crate) fn end_quietly_on_closed_stdout() {
+    // SAFETY: `signal` with a standard signal and `SIG_DFL` only resets a
+    // disposition; the process has no handler for SIGPIPE to lose.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -57,7 +71,10 @@ fn main() -> ExitCode {
         Command::Keygen(args) => keys::run_keygen(&args),
         Command::Recv(args) => recv::run(&args),
         Command::Send(args) => send::run(&args),
-        Command::Sim(command) => sim::run(command),
+        Command::Sim(command) => {
+            end_quietly_on_closed_stdout();
+            sim::run(command)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -56,3 +56,44 @@ fn zero_runs_are_refused() {
     assert!(!ok);
     assert!(lines.is_empty());
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_the_run_without_a_panic() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+
+    // 3000 runs print far more than a pipe holds, so the soak is still
+    // printing when the reader goes away after the first line.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ltx"))
+        .args(["sim", "soak", "--json", "--runs", "3000", "--seed", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ltx runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("piped"))
+        .read_line(&mut first)
+        .expect("a first line");
+    // The reader (and with it the pipe's read end) is dropped here.
+    assert!(first.starts_with('{'), "{first}");
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    let status = child.wait().expect("ltx ends");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        status.signal(),
+        Some(libc_sigpipe()),
+        "{status:?}: {stderr}"
+    );
+}
+
+/// SIGPIPE's number on the platforms ltx runs on.
+fn libc_sigpipe() -> i32 {
+    13
+}

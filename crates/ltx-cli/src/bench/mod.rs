@@ -38,6 +38,12 @@ pub(crate) enum BenchCommand {
 
 /// Runs one benchmark.
 pub(crate) fn run(command: BenchCommand) -> anyhow::Result<()> {
+    if matches!(
+        command,
+        BenchCommand::Coding(_) | BenchCommand::Fidelity(_) | BenchCommand::Loopback(_)
+    ) {
+        crate::end_quietly_on_closed_stdout();
+    }
     match command {
         BenchCommand::Coding(args) => coding::run(&args),
         BenchCommand::Emu(args) => emu::run(&args),
