@@ -87,6 +87,11 @@ pub(crate) struct RunArgs {
     /// the link would otherwise idle: fewer waits, more bytes.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_tail_residual)]
     tail_residual: Option<f64>,
+    /// Widest window, in source symbols, a proactive repair covers (1 to
+    /// 16384, default 256). Wider needs a thinner margin on long paths and
+    /// costs coding time in proportion.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=16384))]
+    max_repair_span: Option<u16>,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
@@ -106,6 +111,9 @@ fn transport_for(profile: Profile, args: &RunArgs) -> TransportConfig {
     }
     if let Some(residual) = args.tail_residual {
         transport.redundancy.tail_residual = residual;
+    }
+    if let Some(span) = args.max_repair_span {
+        transport.max_repair_span = span;
     }
     transport
 }

@@ -132,3 +132,31 @@ fn a_lower_tail_residual_sends_more_repair_at_the_end() {
 fn a_tail_residual_out_of_range_is_refused() {
     assert_refused("--tail-residual", &["0", "60%", "-1", "one", "2"]);
 }
+
+#[test]
+fn a_narrow_repair_span_leaves_more_to_feedback_on_a_long_path() {
+    // 20 Mbit/s, 200 ms, 5 % loss, 3 MB, seed 3: measured 104 proactive
+    // repairs with the default span of 256; a span of 16 spreads too widely
+    // for its size to be worth a margin, and sends none.
+    let run = |span: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_ltx"))
+            .args(["sim", "run", "--rate", "20mbit", "--rtt", "200ms"])
+            .args(["--size", "3MB", "--seed", "3", "--loss", "5%", "--json"])
+            .args(["--max-repair-span", span])
+            .output()
+            .expect("the ltx binary runs");
+        let result = json_of(&output);
+        assert_eq!(result["verified"], true, "span {span}");
+        result["repairs"]["proactive"].as_u64().expect("a count")
+    };
+    let (narrow, default) = (run("16"), run("256"));
+    assert!(
+        narrow < default,
+        "{narrow} proactive at 16, {default} at 256"
+    );
+}
+
+#[test]
+fn a_repair_span_out_of_range_is_refused() {
+    assert_refused("--max-repair-span", &["0", "16385", "-1", "wide"]);
+}
