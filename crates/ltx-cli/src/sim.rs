@@ -340,7 +340,7 @@ fn result_json(
     o.insert("repair_symbols".into(), json!(repairs));
     o.insert("symbols_repaired".into(), json!(repaired));
     if let Some(f) = result.flows.first() {
-        o.insert("repairs".into(), json!({"proactive": f.repair_kinds[0], "reactive": f.repair_kinds[1], "tail": f.repair_kinds[2], "probe": f.repair_kinds[3], "stale": f.repair_kinds[4]}));
+        o.insert("repairs".into(), json!({"proactive": f.repair_kinds[0], "reactive": f.repair_kinds[1], "tail": f.repair_kinds[2], "probe": f.repair_kinds[3], "stale": f.repair_kinds[4], "redundant": f.repair_kinds[5]}));
     }
     o.insert("simulated_s".into(), json!(round(result.simulated_s, 3)));
     o

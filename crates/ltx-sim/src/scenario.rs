@@ -122,8 +122,9 @@ pub struct FlowResult {
     /// The sender's final loss estimate.
     pub loss_estimate: f64,
     /// Repair symbols sent proactively, reactively, for the tail and as
-    /// probes, and repairs the receiver found stale.
-    pub repair_kinds: [u64; 5],
+    /// probes; repairs the receiver found stale, and repairs that arrived
+    /// with nothing to solve.
+    pub repair_kinds: [u64; 6],
     /// Delivery delay minus one-way delay, per sent piece, in ms.
     pub delays_ms: Vec<f64>,
 }
@@ -373,6 +374,7 @@ impl Scenario {
                     stats.repair_tail,
                     stats.repair_probe,
                     receiver_stats.repairs_stale,
+                    receiver_stats.repairs_redundant,
                 ],
                 delays_ms,
             });

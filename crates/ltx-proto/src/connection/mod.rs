@@ -10,7 +10,9 @@ mod streams;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use ltx_coding::codec::{Code, Decoder, DecoderConfig, EncodeError, Encoder, EncoderConfig};
+use ltx_coding::codec::{
+    Code, Decoder, DecoderConfig, EncodeError, Encoder, EncoderConfig, Outcome,
+};
 use ltx_coding::{RepairKey, SymbolId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -213,6 +215,10 @@ pub struct ConnectionStats {
     pub symbols_repaired: u64,
     /// Repair symbols from the peer that came too late to be used.
     pub repairs_stale: u64,
+    /// Repair symbols from the peer that arrived with nothing to solve:
+    /// every symbol they cover was known already, or they combined only
+    /// equations the decoder held.
+    pub repairs_redundant: u64,
     /// ECN-CE marks reported by the peer.
     pub ce_marks: u64,
     /// Retries the client followed (at most one).
@@ -1624,6 +1630,7 @@ impl Connection {
         };
         if window_end <= decoder.next_missing() {
             // Everything it covers is known: nothing to learn.
+            self.stats.repairs_redundant += 1;
             return Ok(());
         }
         if window.first < decoder.base() {
@@ -1642,7 +1649,8 @@ impl Connection {
             return Ok(());
         }
         match decoder.receive_combination(window.first, &coefficients, repair.data) {
-            Ok(_) => {}
+            Ok(Outcome::Innovative { .. }) => {}
+            Ok(Outcome::Redundant) => self.stats.repairs_redundant += 1,
             Err(ltx_coding::codec::DecodeError::ZeroCoefficients(_))
             | Err(ltx_coding::codec::DecodeError::BeforeWindow { .. }) => return Ok(()),
             Err(e) => {
