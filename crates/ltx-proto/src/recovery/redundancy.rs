@@ -75,9 +75,10 @@
 //! is least where `C′(z) = (σ/n)·Φ(z) − λ·RTT·φ(z) = 0`, that is where
 //! `φ(z)/Φ(z) = σ / (n·λ·RTT)`: one more unit of margin wastes as much as
 //! the wait it spares is worth. `φ/Φ` falls as `z` grows, so the root is
-//! unique; it is kept above `z = −8` ([`LOWEST_QUANTILE`], far enough down
-//! that a span of 256 at 5 % loss or more gets no repair) and below the
-//! quantile that leaves 1 % of the spans to feedback. That `z` then goes
+//! unique; it is kept above `z = −8` (eight standard deviations below a
+//! span's expected losses: a span of 256 with up to 20 % independent loss
+//! gets no repair there) and below the quantile that leaves 1 % of the
+//! spans to feedback. That `z` then goes
 //! into the quadratic above, with the estimate's error: a young estimate
 //! widens the margin, it does not move the trade.
 //!
@@ -156,8 +157,9 @@ const MIN_SAMPLES: u64 = 32;
 const FEWEST_LEFT: f64 = 0.01;
 
 /// The lowest quantile a span is sized for: eight standard deviations below
-/// its expected losses, where a span of 256 symbols at 5 % loss or more
-/// gets no repair at all (see [`RedundancyConfig::delay_per_percent`]).
+/// its expected losses, where a span of 256 symbols with up to 20 %
+/// independent loss gets no repair at all (see
+/// [`RedundancyConfig::delay_per_percent`]).
 const LOWEST_QUANTILE: f64 = -8.0;
 
 /// The configuration of a [`RedundancyPolicy`].
@@ -713,6 +715,13 @@ mod tests {
             let r = policy.proactive_ratio_for(&est, &horizon(256, rtt));
             assert!((r - want).abs() < 0.002, "{rtt} ms: {r}");
         }
+        // The lowest quantile leaves a span of 256 with no repair up to
+        // 20 % independent loss, not beyond.
+        let at_20_ms = |rate: f64| {
+            policy.proactive_ratio_for(&mature(rate, 1.0 / (1.0 - rate)), &horizon(256, 20))
+        };
+        assert_eq!(at_20_ms(0.2), 0.0);
+        assert!(at_20_ms(0.25) > 0.0);
         let wide = policy.proactive_ratio_for(&est, &horizon(1024, 600));
         assert!((wide - 0.278).abs() < 0.002, "{wide}");
     }
