@@ -78,9 +78,9 @@
 //! unique; it is kept above `z = −8` (eight standard deviations below a
 //! span's expected losses: a span of 256 with up to 20 % independent loss
 //! gets no repair there) and below the quantile that leaves 1 % of the
-//! spans to feedback. That `z` then goes
-//! into the quadratic above, with the estimate's error: a young estimate
-//! widens the margin, it does not move the trade.
+//! spans to feedback. That `z` then goes into the quadratic above, with
+//! the estimate's error: a young estimate widens the margin, it does not
+//! move the trade.
 //!
 //! The default price is the one that leaves a fifth of the spans to
 //! feedback on a 600 ms path with 20 % independent losses and the default
@@ -101,10 +101,9 @@
 //! 1.007. What it costs is delay: the median delivery delay at 20 ms and
 //! 25 % from 28 to 45 ms, its 99th percentile from 203 to 274 ms; at the
 //! default price, 17 ms of wait is worth under a quarter of a percent of
-//! the bytes, and 1.3 % were saved. A wider span
-//! spreads less for its size and buys margin sooner (1024 symbols at
-//! 600 ms: 9 % left, 0.278). At 600 ms with 40 % lost in
-//! bursts of 10 (`F = 11`), 87 % of the spans are left to feedback
+//! the bytes, and 1.3 % were saved. A wider span spreads less for its size
+//! and buys margin sooner (1024 symbols at 600 ms: 9 % left, 0.278). At
+//! 600 ms with 40 % lost in bursts of 10 (`F = 11`), 87 % of the spans are left to feedback
 //! (`z = −1.13`): a margin for that spread would cost more than the round
 //! trip it spares. On that path (50 Mbit/s, 100 MB, seed 1) this took the
 //! wire bytes per byte delivered from 1.94 to 1.77 and T/T* from 1.19 to
