@@ -120,6 +120,7 @@ fn an_ack_of_a_packet_never_sent_closes_the_connection() {
             end: SymbolId(0),
             missing: 0,
             rank: 0,
+            settled: 0,
         },
     );
     let mut payload = Vec::new();

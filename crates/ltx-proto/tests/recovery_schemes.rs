@@ -176,7 +176,10 @@ fn ctcp_sends_extra_coded_packets_for_the_blocks_feedback_shows_short() {
     });
     let feedback = Feedback {
         deficit: 2,
+        settled: 2,
         repairs_in_flight: 0,
+        sent_since_report: 0,
+        horizon: HORIZON,
         decoded_through: SymbolId(0),
         covered: None,
     };
@@ -204,7 +207,10 @@ fn ctcp_repairs_in_flight_count_against_a_blocks_lack() {
     sender.resolve(|fate| matches!(fate, Fate::Source(id) if id < 10));
     let feedback = Feedback {
         deficit: 2,
+        settled: 2,
         repairs_in_flight: 0,
+        sent_since_report: 0,
+        horizon: HORIZON,
         decoded_through: SymbolId(0),
         covered: None,
     };
@@ -259,7 +265,10 @@ fn lt_tcp_sends_rfec_on_feedback_only_for_a_short_block() {
     assert!(pfec > 3);
     let feedback = Feedback {
         deficit: 3,
+        settled: 3,
         repairs_in_flight: 0,
+        sent_since_report: 0,
+        horizon: HORIZON,
         decoded_through: SymbolId(0),
         covered: None,
     };
@@ -347,7 +356,10 @@ fn dfec_feedback_does_not_race_a_parity_still_to_come() {
     let estimate = iid(0.1);
     let feedback = |deficit| Feedback {
         deficit,
+        settled: deficit,
         repairs_in_flight: 0,
+        sent_since_report: 0,
+        horizon: HORIZON,
         decoded_through: SymbolId(3),
         covered: None,
     };
@@ -555,7 +567,10 @@ fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
     wide.peer_end = SymbolId(600);
     let covered = |rtt_ms| Feedback {
         deficit: 10,
+        settled: 10,
         repairs_in_flight: 0,
+        sent_since_report: 0,
+        horizon: HORIZON,
         decoded_through: SymbolId(100),
         covered: Some(Flight {
             sources: 0,

@@ -248,6 +248,29 @@ impl Decoder {
         self.live_rows.len()
     }
 
+    /// Equations lacking for the unknown symbols before `boundary`: how many
+    /// more, each involving at least one of them, would determine them all.
+    ///
+    /// Exact, not an estimate: a row's pivot is its first non-zero column,
+    /// so the rows that involve symbols before `boundary` are those whose
+    /// pivot lies there, one per pivot, and rows over later symbols only
+    /// never help. A sender whose repairs slide forward past `boundary`
+    /// learns from this what only an answer over older symbols can make up.
+    /// At most [`missing`](Decoder::missing) − [`rank`](Decoder::rank).
+    pub fn deficit_before(&mut self, boundary: SymbolId) -> u64 {
+        let start = self.next_missing();
+        let stop = boundary.min(self.end);
+        let unknown = (start.0..stop.0.max(start.0))
+            .filter(|&id| !self.is_known(SymbolId(id)))
+            .count() as u64;
+        let rows = self
+            .live_rows
+            .iter()
+            .filter(|&&r| self.rows[r as usize].first < boundary)
+            .count() as u64;
+        unknown.saturating_sub(rows)
+    }
+
     /// The oldest unknown symbol, or [`end`](Decoder::end) if all are known:
     /// everything before it can be read in order.
     pub fn next_missing(&mut self) -> SymbolId {
@@ -781,6 +804,41 @@ mod tests {
             "0..4 are unknown, 4 is not"
         );
         d.check_reduced_form();
+    }
+
+    /// Unknowns 1, 2, 7 and 8 of 0..10. The older two lack one equation
+    /// with a row over them alone, none once a row also ties 2 to 8: a
+    /// row over the newer symbols then settles all four, and only such a
+    /// row is still needed. A row over the newer ones never counts for the
+    /// older ones.
+    #[test]
+    fn the_deficit_before_a_symbol_counts_the_rows_that_reach_back() {
+        let mut d = decoder(16);
+        for id in [0, 3, 4, 5, 6, 9] {
+            d.receive_source(SymbolId(id), &source(id)).unwrap();
+        }
+        fn receive(d: &mut Decoder, first: u64, coefficients: &[u8]) {
+            let data = combination(first, coefficients);
+            d.receive_combination(SymbolId(first), coefficients, &data)
+                .unwrap();
+            d.check_reduced_form();
+        }
+        receive(&mut d, 0, &[0, 3, 5, 0, 0]);
+        receive(&mut d, 5, &[0, 0, 4, 6, 0]);
+        assert_eq!((d.missing(), d.rank()), (4, 2));
+        assert_eq!(d.deficit_before(SymbolId(5)), 1);
+        assert_eq!(d.deficit_before(SymbolId(2)), 0, "one unknown, one row");
+        assert_eq!(d.deficit_before(SymbolId(1)), 0, "nothing unknown before 1");
+        assert_eq!(d.deficit_before(SymbolId(100)), 2, "stops at the end");
+        receive(&mut d, 2, &[1, 0, 0, 0, 0, 0, 2]);
+        assert_eq!((d.missing(), d.rank()), (4, 3));
+        assert_eq!(d.deficit_before(SymbolId(5)), 0);
+        assert_eq!(d.deficit_before(SymbolId(10)), 1);
+        receive(&mut d, 7, &[1, 1]);
+        assert_eq!(d.missing(), 0);
+        for id in [1, 2, 7, 8] {
+            assert_eq!(d.symbol(SymbolId(id)), Some(&source(id)[..]));
+        }
     }
 
     /// Two equations over the same two unknowns: the second one's arrival

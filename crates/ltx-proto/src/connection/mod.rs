@@ -310,6 +310,10 @@ pub struct Connection {
     symbol_size: usize,
     encoder: Option<Encoder>,
     decoder: Option<Decoder>,
+    /// The first symbol of the repair window received that starts furthest
+    /// on: the peer's proactive repairs slide forward from there, and the
+    /// unknown symbols before it wait for an answer (`DecoderState::settled`).
+    newest_window_start: SymbolId,
     symbol_scratch: Vec<u8>,
     peer_window: u64,
     peer_decoded_through: SymbolId,
@@ -459,6 +463,7 @@ impl Connection {
             symbol_size: 0,
             encoder: None,
             decoder: None,
+            newest_window_start: SymbolId(0),
             symbol_scratch: Vec::new(),
             peer_window: 0,
             peer_decoded_through: SymbolId(0),
@@ -703,9 +708,13 @@ impl Connection {
                 let deficit = self.peer_missing.saturating_sub(self.peer_rank);
                 if deficit > 0 {
                     let estimate = self.loss.estimate();
+                    // Nothing is taken as coming: answer all of it.
                     let feedback = Feedback {
                         deficit,
+                        settled: deficit,
                         repairs_in_flight: 0,
+                        sent_since_report: 0,
+                        horizon: self.horizon(),
                         decoded_through: self.peer_decoded_through,
                         covered: None,
                     };
@@ -1106,6 +1115,7 @@ impl Connection {
                     end: decoder_end(decoder),
                     missing: decoder.missing(),
                     rank: decoder.rank() as u64,
+                    settled: decoder.deficit_before(self.newest_window_start),
                 }
             }
             None => DecoderState {
@@ -1113,6 +1123,7 @@ impl Connection {
                 end: SymbolId(0),
                 missing: 0,
                 rank: 0,
+                settled: 0,
             },
         }
     }
@@ -1628,6 +1639,7 @@ impl Connection {
                 ),
             });
         };
+        self.newest_window_start = self.newest_window_start.max(window.first);
         if window_end <= decoder.next_missing() {
             // Everything it covers is known: nothing to learn.
             self.stats.repairs_redundant += 1;
@@ -1785,9 +1797,13 @@ impl Connection {
             // The decoder lacks `missing − rank` equations: repairs it holds
             // but could not yet solve with count already.
             let deficit = state.missing.saturating_sub(state.rank);
+            let next = self.encoder.as_ref().map_or(state.end, |e| e.next_id());
             let feedback = Feedback {
                 deficit,
+                settled: state.settled,
                 repairs_in_flight: self.sent.repairs_in_flight,
+                sent_since_report: next.0.saturating_sub(state.end.0),
+                horizon: self.horizon(),
                 decoded_through: self.peer_decoded_through,
                 // Nothing to answer without a deficit, and finding the
                 // flight walks the packets in flight.

@@ -139,7 +139,7 @@ use super::loss_estimator::DEFAULT_WINDOW;
 use std::time::Duration;
 
 use super::scheme::Horizon;
-use super::{Flight, LossEstimate, SchemeConfig};
+use super::{Feedback, Flight, LossEstimate, SchemeConfig};
 
 /// The loss rate above which the policy stops trying: repair for a path that
 /// loses almost everything would be unbounded.
@@ -371,6 +371,50 @@ impl RedundancyPolicy {
             Some(m) => (m / n - 1.0).max(p / (1.0 - p)).min(cap),
             None => cap,
         }
+    }
+
+    /// The part of the peer's reported deficit that a reactive answer
+    /// makes up, when its repairs cannot also cover the flight: the
+    /// settled part, which the proactive repairs sliding forward no longer
+    /// reach, and of the rest, the peer's newest gaps, what the proactive
+    /// repairs sent after its report are not expected to cover.
+    ///
+    /// A loss is made up by the repairs sent within a span after it, and
+    /// the peer's report comes before most of those: answering its newest
+    /// gaps in full sends what is already on its way. On 50 Mbit/s, 600 ms
+    /// and 30 % independent loss (100 MB, seed 1), answers to the whole
+    /// deficit sent 950 repairs, of which 652 arrived to find every symbol
+    /// they covered known (about 665 arrived); answering only what is left
+    /// sent 669, of which 450 found nothing to solve, and took the wire
+    /// bytes per byte delivered from 1.504 to 1.500 (seeds 1–3: 1.4988 to
+    /// 1.4949, T/T* 1.0566 to 1.0538).
+    ///
+    /// The proactive repairs sent with the `sent` source symbols after the
+    /// report reach back over the newest gaps, but cover those symbols'
+    /// own losses first: what they bring for the gaps is their margin,
+    /// `((1−p)·ratio − p)·min(span, sent)`. None when the ratio is at or
+    /// below the channel's minimum, when no repair goes ahead of loss or
+    /// no data followed the report: then the whole deficit is answered.
+    /// Counting all of them instead, as if they were for the gaps alone,
+    /// answers only the settled part, but a shortfall then rides forward
+    /// with the window: rows over the older gaps reach into the newer
+    /// symbols, the older symbols never count as short, and a transfer's
+    /// first flight waited 1.3 s for its first gap (30 MB, 30 %, seed 2:
+    /// delivery delay p99 1.26 s against 0.69 s).
+    pub fn deficit_to_answer(&self, feedback: &Feedback, est: &LossEstimate) -> u64 {
+        let newest = feedback.deficit.saturating_sub(feedback.settled);
+        if newest == 0 {
+            return feedback.deficit;
+        }
+        let p = usable_rate(est).unwrap_or(0.0);
+        let ratio = self.proactive_ratio_for(est, &feedback.horizon);
+        let reach = feedback.sent_since_report.min(feedback.horizon.span) as f64;
+        // What those repairs bring beyond the losses of the symbols sent
+        // with them, which they cover too.
+        let coming = ((1.0 - p) * ratio - p) * reach;
+        // `as` saturates; `coming` is finite and not negative.
+        let uncovered = (newest as f64 - coming).max(0.0).ceil() as u64;
+        feedback.settled + uncovered.min(newest)
     }
 
     /// How many repair symbols to send now after the receiver reported
@@ -900,6 +944,51 @@ mod tests {
         // A hopeless path is capped at max_ratio per source.
         let lossy = mature(0.9, 50.0);
         assert_eq!(policy.tail_repairs_for_flight(&flight(10, 0), &lossy), 15);
+    }
+
+    /// On a 600 ms path with 20 % independent loss each span carries a
+    /// margin of `(1−p)·ratio − p` per source symbol: the peer's newest gaps
+    /// are left to it, the settled part is answered whole.
+    #[test]
+    fn an_answer_leaves_the_newest_gaps_to_the_margin_of_the_spans() {
+        let policy = RedundancyPolicy::default();
+        let est = mature(0.2, 1.25);
+        let long = horizon(256, 600);
+        let margin = (0.8 * policy.proactive_ratio_for(&est, &long) - 0.2) * 256.0;
+        assert!((6.0..7.0).contains(&margin), "{margin}");
+        let feedback = |deficit, settled, sent| Feedback {
+            deficit,
+            settled,
+            repairs_in_flight: 0,
+            sent_since_report: sent,
+            horizon: long,
+            decoded_through: ltx_coding::SymbolId(0),
+            covered: None,
+        };
+        // 10 short, 2 of them settled: 2 + ⌈8 − 6.4⌉.
+        assert_eq!(policy.deficit_to_answer(&feedback(10, 2, 3000), &est), 4);
+        // The newest 4 are within the margin of the span sent since.
+        assert_eq!(policy.deficit_to_answer(&feedback(6, 2, 3000), &est), 2);
+        // Half a span sent since the report brings half the margin.
+        assert_eq!(policy.deficit_to_answer(&feedback(6, 2, 128), &est), 3);
+        // Nothing sent since: nothing is coming for them.
+        assert_eq!(policy.deficit_to_answer(&feedback(10, 2, 0), &est), 10);
+        // All settled: all answered.
+        assert_eq!(policy.deficit_to_answer(&feedback(10, 10, 3000), &est), 10);
+        // A 20 ms path sends no repair ahead of loss.
+        let short = Feedback {
+            horizon: horizon(256, 20),
+            ..feedback(10, 2, 3000)
+        };
+        assert_eq!(policy.deficit_to_answer(&short, &est), 10);
+        // 40 % in bursts of 10: the spans are sized below the channel's
+        // minimum, with no margin to leave the newest gaps to.
+        let bursty = mature(0.4, 10.0);
+        assert!(policy.proactive_ratio_for(&bursty, &long) < 0.4 / 0.6);
+        assert_eq!(
+            policy.deficit_to_answer(&feedback(10, 2, 3000), &bursty),
+            10
+        );
     }
 
     #[test]

@@ -96,8 +96,22 @@ pub struct Feedback {
     /// Equations the decoder lacks: unknown source symbols that no held
     /// repair covers.
     pub deficit: u64,
+    /// The part of `deficit` that the peer's symbols before its newest
+    /// repair window lack (see [`DecoderState::settled`]): what proactive
+    /// repairs, which slide forward, will not make up. The rest is the
+    /// peer's newest gaps, which the proactive repairs sent after its report
+    /// cover.
+    ///
+    /// [`DecoderState::settled`]: crate::wire::DecoderState::settled
+    pub settled: u64,
     /// Repairs over the peer's gaps still in flight (reactive, tail, probe).
     pub repairs_in_flight: u64,
+    /// Source symbols sent after the newest one the peer reported (its
+    /// decoder's end): the proactive repairs sent with them reach back over
+    /// its newest gaps.
+    pub sent_since_report: u64,
+    /// What proactive repair is sized for now.
+    pub horizon: Horizon,
     /// The peer's first unknown source symbol.
     pub decoded_through: SymbolId,
     /// What is in flight, when every repair in flight covers the peer's
@@ -281,7 +295,7 @@ impl RedundancyScheme for RedundancyPolicy {
             ),
             None => RedundancyPolicy::reactive_repairs(
                 self,
-                feedback.deficit,
+                self.deficit_to_answer(feedback, estimate),
                 feedback.repairs_in_flight,
                 estimate,
             ),

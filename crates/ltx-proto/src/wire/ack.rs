@@ -29,7 +29,8 @@ pub struct EcnCounts {
 /// it may forget and how much more repair the receiver needs.
 ///
 /// Parsing guarantees `decoded_through <= end`,
-/// `missing <= end - decoded_through` and `rank <= missing`.
+/// `missing <= end - decoded_through`, `rank <= missing` and
+/// `settled <= missing - rank`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DecoderState {
     /// Every source symbol below this one is known to the receiver.
@@ -41,6 +42,13 @@ pub struct DecoderState {
     /// How many independent equations the decoder holds over the unknown
     /// symbols; `missing - rank` more repair symbols would recover them all.
     pub rank: u64,
+    /// How many of those `missing - rank` equations the unknown symbols
+    /// before the newest repair window's first symbol lack: the newest
+    /// repair received that starts furthest on. Repairs whose windows slide
+    /// forward do not reach back past it, so only an answer over the older
+    /// symbols makes these up; the rest, the receiver's newest gaps, the
+    /// repairs still on their way may.
+    pub settled: u64,
 }
 
 /// An acknowledgement: the packets received, the delay before it was sent,
@@ -155,6 +163,10 @@ impl AckFrame {
         if rank > missing {
             return Err(WireError::OutOfRange("decoder rank"));
         }
+        let settled = r.varint("settled deficit")?;
+        if settled > missing - rank {
+            return Err(WireError::OutOfRange("settled deficit"));
+        }
         Ok(AckFrame {
             ranges,
             ack_delay_us,
@@ -164,6 +176,7 @@ impl AckFrame {
                 end: SymbolId(end),
                 missing,
                 rank,
+                settled,
             },
         })
     }
@@ -222,6 +235,7 @@ impl AckFrame {
             .expect("the decoder's end is not before decoded_through"));
         f(d.missing);
         f(d.rank);
+        f(d.settled);
     }
 }
 
@@ -235,6 +249,7 @@ mod tests {
             end: SymbolId(20),
             missing: 3,
             rank: 1,
+            settled: 1,
         }
     }
 
@@ -281,6 +296,7 @@ mod tests {
                 0x01, 0x01, // gap of two (4, 5), range 2..=3
                 0x05, 0x00, 0x01, // ECN
                 0x0a, 0x0a, 0x03, 0x01, // decoder: 10, +10, 3 missing, rank 1
+                0x01, // one equation lacking before the newest window
             ]
         );
         assert_eq!(parse(&bytes), Ok(a));
@@ -347,7 +363,7 @@ mod tests {
     #[test]
     fn the_first_range_may_reach_zero_but_not_below() {
         // largest 5, first range length 5 or 6.
-        let tail = [0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00];
+        let tail = [0x00; 8];
         let bytes = [&[0x05, 0x00, 0x00, 0x05][..], &tail].concat();
         assert_eq!(parse(&bytes).map(|a| a.ranges), Ok(vec![0..=5]));
         let bytes = [&[0x05, 0x00, 0x00, 0x06][..], &tail].concat();
@@ -357,7 +373,7 @@ mod tests {
     #[test]
     fn gaps_and_lengths_may_reach_zero_but_not_below() {
         // First range 4..=5; a gap of 2 leaves packet 0 for the next range.
-        let tail = [0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00];
+        let tail = [0x00; 8];
         let head = [0x05, 0x00, 0x01, 0x01];
         let bytes = [&head[..], &[0x02, 0x00], &tail].concat();
         assert_eq!(parse(&bytes).map(|a| a.ranges), Ok(vec![4..=5, 0..=0]));
@@ -374,8 +390,18 @@ mod tests {
     }
 
     fn with_decoder(decoded_through: u64, span: u64, missing: u64, rank: u64) -> Vec<u8> {
+        with_settled(decoded_through, span, missing, rank, 0)
+    }
+
+    fn with_settled(
+        decoded_through: u64,
+        span: u64,
+        missing: u64,
+        rank: u64,
+        settled: u64,
+    ) -> Vec<u8> {
         let mut bytes = vec![0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00];
-        for x in [decoded_through, span, missing, rank] {
+        for x in [decoded_through, span, missing, rank, settled] {
             put_varint(&mut bytes, x);
         }
         bytes
@@ -396,6 +422,15 @@ mod tests {
         assert_eq!(
             parse(&with_decoder(10, 5, 3, 4)),
             Err(WireError::OutOfRange("decoder rank"))
+        );
+    }
+
+    #[test]
+    fn the_settled_deficit_may_reach_the_deficit_but_not_exceed_it() {
+        assert!(parse(&with_settled(10, 5, 4, 1, 3)).is_ok());
+        assert_eq!(
+            parse(&with_settled(10, 5, 4, 1, 4)),
+            Err(WireError::OutOfRange("settled deficit"))
         );
     }
 

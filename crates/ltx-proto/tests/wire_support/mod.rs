@@ -92,11 +92,21 @@ fn decoder_state() -> impl Strategy<Value = DecoderState> {
         .prop_flat_map(|(through, span, missing)| {
             (Just(through), Just(span), Just(missing), 0..=missing)
         })
-        .prop_map(|(through, span, missing, rank)| DecoderState {
+        .prop_flat_map(|(through, span, missing, rank)| {
+            (
+                Just(through),
+                Just(span),
+                Just(missing),
+                Just(rank),
+                0..=missing - rank,
+            )
+        })
+        .prop_map(|(through, span, missing, rank, settled)| DecoderState {
             decoded_through: SymbolId(through),
             end: SymbolId(through + span),
             missing,
             rank,
+            settled,
         })
 }
 
