@@ -841,6 +841,75 @@ mod tests {
         }
     }
 
+    /// Random states, random boundaries: the deficit before the end is the
+    /// whole `missing − rank`; symbols and equations that do not reach back
+    /// past the boundary leave the deficit before it as it is; an equation
+    /// that does lowers it by one at most, and random ones bring it to 0
+    /// about one each.
+    #[test]
+    fn only_equations_that_reach_back_make_up_the_deficit_before_a_symbol() {
+        let seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut state = seed;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        fn random_equation(d: &mut Decoder, first: u64, len: u64, next: &mut dyn FnMut() -> u64) {
+            let coefficients: Vec<u8> = (0..len).map(|_| 1 + (next() % 255) as u8).collect();
+            let data = combination(first, &coefficients);
+            let _ = d.receive_combination(SymbolId(first), &coefficients, &data);
+        }
+        let (mut needed, mut made_up) = (0, 0);
+        for round in 0..200 {
+            let mut d = decoder(64);
+            for id in 0..64 {
+                if next() % 10 >= 3 {
+                    d.receive_source(SymbolId(id), &source(id)).unwrap();
+                }
+            }
+            for _ in 0..next() % 30 {
+                let first = next() % 64;
+                let len = 1 + next() % (64 - first);
+                random_equation(&mut d, first, len, &mut next);
+            }
+            let context = format!("seed {seed:#x}, round {round}");
+            assert_eq!(
+                d.deficit_before(SymbolId(64)),
+                d.missing() - d.rank() as u64,
+                "{context}"
+            );
+            let boundary = next() % 65;
+            let before = d.deficit_before(SymbolId(boundary));
+            for _ in 0..20 {
+                if boundary < 64 {
+                    let first = boundary + next() % (64 - boundary);
+                    let len = 1 + next() % (64 - first);
+                    random_equation(&mut d, first, len, &mut next);
+                }
+                assert_eq!(d.deficit_before(SymbolId(boundary)), before, "{context}");
+            }
+            let mut left = before;
+            let mut sent = 0;
+            while left > 0 && sent < before + 3 {
+                random_equation(&mut d, 0, boundary, &mut next);
+                sent += 1;
+                let now = d.deficit_before(SymbolId(boundary));
+                assert!(now + 1 >= left, "{context}: {left} → {now}");
+                left = now;
+            }
+            assert_eq!(left, 0, "{context}: {sent} equations for {before}");
+            d.check_reduced_form();
+            (needed, made_up) = (needed + before, made_up + sent);
+        }
+        assert!(
+            needed > 200,
+            "the rounds left too little to make up: {needed}"
+        );
+        assert!(made_up <= needed + needed / 50, "{made_up} for {needed}");
+    }
+
     /// Two equations over the same two unknowns: the second one's arrival
     /// solves both, through elimination and the cascade that follows.
     #[test]
