@@ -885,8 +885,12 @@ mod tests {
             for _ in 0..20 {
                 if boundary < 64 {
                     let first = boundary + next() % (64 - boundary);
-                    let len = 1 + next() % (64 - first);
-                    random_equation(&mut d, first, len, &mut next);
+                    if next() % 2 == 0 {
+                        let _ = d.receive_source(SymbolId(first), &source(first));
+                    } else {
+                        let len = 1 + next() % (64 - first);
+                        random_equation(&mut d, first, len, &mut next);
+                    }
                 }
                 assert_eq!(d.deficit_before(SymbolId(boundary)), before, "{context}");
             }
