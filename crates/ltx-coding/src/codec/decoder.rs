@@ -710,6 +710,18 @@ mod tests {
         std::array::from_fn(|i| (id as u8).wrapping_mul(37) ^ (i as u8).wrapping_mul(101) ^ 0x5A)
     }
 
+    /// A small xorshift: keeps the random tests free of dependencies and
+    /// seeded.
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+        let mut state = seed;
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     fn combination(first: u64, coefficients: &[u8]) -> [u8; SIZE] {
         let mut out = [0u8; SIZE];
         for (i, &c) in coefficients.iter().enumerate() {
@@ -849,13 +861,7 @@ mod tests {
     #[test]
     fn only_equations_that_reach_back_make_up_the_deficit_before_a_symbol() {
         let seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut state = seed;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(seed);
         fn random_equation(d: &mut Decoder, first: u64, len: u64, next: &mut dyn FnMut() -> u64) {
             let coefficients: Vec<u8> = (0..len).map(|_| 1 + (next() % 255) as u8).collect();
             let data = combination(first, &coefficients);
@@ -885,7 +891,7 @@ mod tests {
             for _ in 0..20 {
                 if boundary < 64 {
                     let first = boundary + next() % (64 - boundary);
-                    if next() % 2 == 0 {
+                    if next().is_multiple_of(2) {
                         let _ = d.receive_source(SymbolId(first), &source(first));
                     } else {
                         let len = 1 + next() % (64 - first);
@@ -959,15 +965,8 @@ mod tests {
     /// form holds after every step, and everything delivered is exact.
     #[test]
     fn random_streams_keep_the_reduced_form() {
-        // A small xorshift keeps the test free of dependencies and seeded.
         let seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut state = seed;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(seed);
         for round in 0..200 {
             let max_window = 1 + (next() % 40) as u16;
             let mut d = decoder(max_window);
@@ -982,7 +981,13 @@ mod tests {
                         let room = base + u64::from(max_window) - id;
                         let len = 1 + (next() % room.min(12)) as usize;
                         let coefficients: Vec<u8> = (0..len)
-                            .map(|_| if next() % 3 == 0 { 0 } else { next() as u8 })
+                            .map(|_| {
+                                if next().is_multiple_of(3) {
+                                    0
+                                } else {
+                                    next() as u8
+                                }
+                            })
                             .collect();
                         let data = combination(id, &coefficients);
                         let _ = d.receive_combination(SymbolId(id), &coefficients, &data);
