@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use ltx_proto::recovery::{Horizon, LossEstimate, RedundancyConfig, RedundancyPolicy};
+use ltx_proto::recovery::{Flight, Horizon, LossEstimate, RedundancyConfig, RedundancyPolicy};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -36,7 +36,12 @@ fn clean_path_pays_nothing() {
     let policy = RedundancyPolicy::default();
     let clean = LossEstimate::CLEAN;
     assert_eq!(policy.proactive_ratio_for(&clean, &LONG), 0.0);
-    assert_eq!(policy.tail_repairs(100, &clean), 0);
+    let flight = Flight {
+        sources: 100,
+        repairs: 0,
+        rtt: LONG.rtt,
+    };
+    assert_eq!(policy.tail_repairs_for_flight(&flight, &clean), 0);
     assert_eq!(policy.reactive_repairs(0, 0, &clean), 0);
     // A clean estimate still answers a real deficit.
     // ceil(3 · 1.1) + 1.
@@ -106,15 +111,64 @@ fn reactive_repairs_cover_the_deficit() {
     assert_eq!(policy.reactive_repairs(u64::MAX, 0, &est), u64::MAX);
 }
 
+/// The tail of a flight sent at the sliding window's ratio over an
+/// independent loss channel: the last symbols, which only the repairs sent
+/// after them reach, must lack more than the tail brings in about
+/// `tail_residual` (1 %) of flights, and a tail of half the size must fall
+/// short far more often (it is not oversized).
 #[test]
-fn tail_repairs_scale_with_loss() {
+fn monte_carlo_tail_covers_the_last_symbols() {
     let policy = RedundancyPolicy::default();
-    assert_eq!(policy.tail_repairs(0, &iid(0.2)), 0);
-    assert_eq!(policy.tail_repairs(1, &iid(0.001)), 1);
-    let low = policy.tail_repairs(100, &iid(0.05));
-    let high = policy.tail_repairs(100, &iid(0.2));
-    assert!(low >= 5 && high >= 25 && high > low, "{low} {high}");
-    assert!(high <= 150, "{high}");
+    for (i, p) in [0.05, 0.2, 0.3].into_iter().enumerate() {
+        let seed = 0x7A11 + i as u64;
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let known = LossEstimate {
+            samples: 1 << 40,
+            ..iid(p)
+        };
+        let ratio = policy.proactive_ratio_for(&known, &LONG);
+        let sources = 1000;
+        // Interleaved as the sender does: a repair whenever a whole one is
+        // owed. Each step is a source symbol and the repairs after it.
+        let mut credit = 0.0;
+        let steps: Vec<u64> = (0..sources)
+            .map(|_| {
+                credit += ratio;
+                let repairs = credit.floor();
+                credit -= repairs;
+                repairs as u64
+            })
+            .collect();
+        let repairs: u64 = steps.iter().sum();
+        let flight = Flight {
+            sources,
+            repairs,
+            rtt: LONG.rtt,
+        };
+        let tail = policy.tail_repairs_for_flight(&flight, &known);
+        let trials = 4000;
+        let (mut short, mut short_at_half) = (0, 0);
+        for _ in 0..trials {
+            let arrived_tail = (0..tail).filter(|_| !rng.random_bool(p)).count() as i64;
+            let arrived_half = (0..tail / 2).filter(|_| !rng.random_bool(p)).count() as i64;
+            // Equations the last j source symbols lack, newest first: their
+            // losses less the repairs after them that arrived.
+            let (mut lack, mut worst) = (0i64, 0i64);
+            for &step in steps.iter().rev() {
+                lack -= (0..step).filter(|_| !rng.random_bool(p)).count() as i64;
+                lack += i64::from(rng.random_bool(p));
+                worst = worst.max(lack);
+            }
+            short += u32::from(worst > arrived_tail);
+            short_at_half += u32::from(worst > arrived_half);
+        }
+        let residual = f64::from(short) / f64::from(trials);
+        let at_half = f64::from(short_at_half) / f64::from(trials);
+        assert!(
+            residual <= 0.02 && at_half >= 0.04,
+            "seed {seed:#x}, p {p}: tail {tail} short in {residual}, half of it in {at_half}"
+        );
+    }
 }
 
 /// Spans of `n` source symbols sent with `round(ratio·n)` repair symbols

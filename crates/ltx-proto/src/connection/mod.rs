@@ -109,9 +109,10 @@ const PROBES: u32 = 4;
 /// times as many: a run of loss long enough to take a whole round of probes
 /// is likely longer than that round, and the next must reach past it.
 const MAX_PROBE_GROWTH: u32 = 4;
-/// The most unconfirmed symbols the tail's repairs are sized for. The
-/// symbols before them had a round trip or more of proactive repair behind
-/// them; counting them too would size the tail for what is already covered.
+/// The most unconfirmed symbols a scheme is told of when the data runs
+/// out, for tails sized by them (the default sizes its tail by the whole
+/// flight instead). The symbols before them had a round trip or more of
+/// proactive repair behind them.
 const TAIL_SPAN: u64 = 256;
 /// The narrowest span of a proactive repair, in source symbols, when the
 /// configuration allows it (see `Connection::repair_span`): on a short path

@@ -303,7 +303,10 @@ impl RedundancyScheme for RedundancyPolicy {
     }
 
     fn tail_repairs(&self, unconfirmed: u64, _next: SymbolId, estimate: &LossEstimate) -> u64 {
-        RedundancyPolicy::tail_repairs(self, unconfirmed, estimate)
+        // The flight's count (`tail_repairs_for_flight`) sizes the tail;
+        // one repair at least where loss is known and symbols are
+        // unconfirmed.
+        u64::from(unconfirmed > 0 && estimate.rate > 0.0)
     }
 
     fn tail_repairs_for_flight(&self, flight: &Flight, estimate: &LossEstimate) -> u64 {
