@@ -60,7 +60,7 @@ pub(crate) struct CompareArgs {
 }
 
 /// The columns of runs.csv, in order.
-const COLUMNS: [&str; 24] = [
+const COLUMNS: [&str; 25] = [
     "section",
     "rate_bps",
     "rtt_ms",
@@ -82,6 +82,7 @@ const COLUMNS: [&str; 24] = [
     "delay_p99_ms",
     "queue_delay_p95_ms",
     "queue_loss",
+    "random_loss",
     "jain",
     "simulated_s",
     "error",
@@ -263,6 +264,7 @@ fn run_json(cell: &Cell, run: &Run) -> Map<String, Value> {
             json!(round(run.queue_delay_p95_ms, 2)),
         ),
         ("queue_loss", json!(round(run.queue_loss, 5))),
+        ("random_loss", json!(round(run.random_loss, 5))),
         ("jain", json!(run.jain.map(|j| round(j, 4)))),
         ("simulated_s", json!(round(run.simulated_s, 3))),
         ("error", json!(run.error)),
@@ -324,6 +326,10 @@ fn summary_json(plan: &Plan, summary: &CellSummary, cell_best: Option<(Profile, 
         (
             "median_overhead",
             json!(summary.overhead.map(|x| round(x, 4))),
+        ),
+        (
+            "median_overhead_dealt",
+            json!(summary.overhead_dealt.map(|x| round(x, 4))),
         ),
         (
             "median_delay_p99_ms",

@@ -247,6 +247,7 @@ mod tests {
             delay_p99_ms: 0.0,
             queue_delay_p95_ms: 0.0,
             queue_loss: 0.0,
+            random_loss: 0.0,
             jain: None,
             verified: ratio.is_some(),
             error: None,

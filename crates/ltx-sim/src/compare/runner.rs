@@ -32,6 +32,11 @@ pub struct Run {
     /// Packets the bottleneck's queue dropped (overflow or AQM) / packets
     /// offered to it.
     pub queue_loss: f64,
+    /// Packets the channel lost at random / packets offered to the
+    /// bottleneck: the loss rate this run's channel dealt, which differs
+    /// from the cell's rate by chance (most for long bursts and short
+    /// transfers).
+    pub random_loss: f64,
     /// Jain's index over the flows' goodputs (several flows only).
     pub jain: Option<f64>,
     /// Whether every flow delivered exactly the bytes sent.
@@ -56,6 +61,7 @@ impl Run {
             delay_p99_ms: result.delay_p99_ms,
             queue_delay_p95_ms: result.queue_delay_p95_ms,
             queue_loss: result.queue_loss,
+            random_loss: result.random_loss,
             jain: result.jain,
             verified: result.verified,
             error: result.flows.iter().find_map(|f| f.error.clone()),
