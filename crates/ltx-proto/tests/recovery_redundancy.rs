@@ -40,6 +40,7 @@ fn clean_path_pays_nothing() {
         sources: 100,
         repairs: 0,
         rtt: LONG.rtt,
+        at_stake: 0,
     };
     assert_eq!(policy.tail_repairs_for_flight(&flight, &clean), 0);
     assert_eq!(policy.reactive_repairs(0, 0, &clean), 0);
@@ -144,6 +145,7 @@ fn monte_carlo_tail_covers_the_last_symbols() {
             sources,
             repairs,
             rtt: LONG.rtt,
+            at_stake: 0,
         };
         let tail = policy.tail_repairs_for_flight(&flight, &known);
         let trials = 4000;

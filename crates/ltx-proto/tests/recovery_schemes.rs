@@ -576,6 +576,7 @@ fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
             sources: 0,
             repairs: 0,
             rtt: Duration::from_millis(rtt_ms),
+            at_stake: 0,
         }),
     };
     // 20 ms, a cheap round trip (240 ms and less): 10 / 0.8 = 12.5, to the

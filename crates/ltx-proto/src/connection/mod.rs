@@ -329,6 +329,9 @@ pub struct Connection {
     reactive_owed: u64,
     tail_owed: u64,
     tail_armed: bool,
+    /// The first source symbol sent since the encoder last held none the
+    /// peer had not decoded: where the transfer under way began.
+    busy_since: SymbolId,
     probe_owed: u32,
     pto_count: u32,
     /// Whether the peer has acknowledged a packet that carried a symbol:
@@ -477,6 +480,7 @@ impl Connection {
             reactive_owed: 0,
             tail_owed: 0,
             tail_armed: false,
+            busy_since: SymbolId(0),
             probe_owed: 0,
             pto_count: 0,
             symbols_acked: false,
@@ -812,6 +816,7 @@ impl Connection {
             sources: self.sent.sources_in_flight - self.sent.sources_after_last_repair(),
             repairs: self.sent.repairs_in_flight + self.sent.proactive_in_flight,
             rtt: self.rtt.smoothed(),
+            at_stake: encoder.next_id().0.saturating_sub(self.busy_since.0),
         })
     }
 
@@ -1168,6 +1173,7 @@ impl Connection {
             return None;
         }
         let encoder = self.encoder.as_mut()?;
+        let idle = encoder.next_id() == encoder.oldest();
         let id = match encoder.push(&symbol) {
             Ok(id) => id,
             Err(EncodeError::IdsExhausted) => {
@@ -1185,6 +1191,9 @@ impl Connection {
             }
             Err(e) => unreachable!("the window was checked before building: {e}"),
         };
+        if idle {
+            self.busy_since = id;
+        }
         let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
         // Trailing zeros need not travel: the receiver pads the symbol back.
         let used = symbol.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
@@ -1243,6 +1252,7 @@ impl Connection {
             sources: self.sent.sources_in_flight,
             repairs: self.sent.proactive_in_flight,
             rtt: self.rtt.smoothed(),
+            at_stake: encoder.next_id().0.saturating_sub(self.busy_since.0),
         };
         let tail = self
             .scheme

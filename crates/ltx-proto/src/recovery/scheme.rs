@@ -131,6 +131,10 @@ pub struct Flight {
     /// The smoothed round-trip time: what a shortfall left to the next
     /// answer costs.
     pub rtt: Duration,
+    /// Source symbols whose delivery a shortfall of this flight holds up:
+    /// those sent since the sender last held none the peer had not
+    /// decoded, the transfer so far.
+    pub at_stake: u64,
 }
 
 /// A policy that decides on repair for a connection. Every method has the
