@@ -115,17 +115,8 @@
 //! a shortfall of the last flight waits a round trip on the transfer's
 //! completion. The tail ([`tail_repairs_for_flight`]) then makes up the
 //! larger of two shortfalls, each with a margin for
-//! [`RedundancyConfig::tail_residual`] (1 %), or for fewer where the
-//! transfer is long: its wait is priced like a span's, but over every
-//! symbol sent since the sender last had nothing outstanding, and the
-//! quantile is the least-cost one of the spans' trade above, with the
-//! flight's spread, never below the configured one. A 10 MB transfer at
-//! 600 ms keeps the 1 %; 100 MB leaves about 0.2 % short. Sized for 1 %
-//! alone, three of the 75 runs of the 100 MB table (50 Mbit/s, 600 ms,
-//! seeds 1–3) waited a round trip on their completion; priced so, none
-//! did (T/T* 1.087 → 1.063, 1.087 → 1.070, 1.080 → 1.060), for 0.01 to
-//! 0.04 % more wire bytes, and of the 10 MB long-delay table and the web
-//! objects only one cell moved, by 0.0002 bytes per byte.
+//! [`RedundancyConfig::tail_residual`] (1 %), or fewer where the transfer
+//! is long (below).
 //!
 //! The first is that of the flight's last symbols, which only the repairs
 //! sent after them reach. Over the last `j` source symbols of a flight
@@ -172,6 +163,18 @@
 //! equal seed by seed). Dropping that window without the walk took T/T*
 //! at 5 % from 1.24 to 1.47: a flight's surplus says nothing of its last
 //! symbols.
+//!
+//! How many transfers the tail may leave short follows what their wait
+//! costs: it is priced like a span's, but over every symbol sent since
+//! the sender last had nothing outstanding (the transfer so far), and the
+//! quantile is the least-cost one of the spans' trade above, with the
+//! flight's spread, never below the configured one. A 10 MB transfer at
+//! 600 ms keeps the 1 %; 100 MB leaves about 0.2 % short. Sized for 1 %
+//! alone, three of the 75 runs of the 100 MB table (50 Mbit/s, 600 ms,
+//! seeds 1–3) waited a round trip on their completion; priced so, none
+//! did (T/T* 1.087 → 1.063, 1.087 → 1.070, 1.080 → 1.060), for 0.01 to
+//! 0.04 % more wire bytes, and of the 10 MB long-delay table and the web
+//! objects only one cell moved, by 0.0002 bytes per byte.
 //!
 //! [`tail_repairs_for_flight`]: RedundancyPolicy::tail_repairs_for_flight
 //! [`TransportConfig::max_repair_span`]: crate::TransportConfig::max_repair_span
