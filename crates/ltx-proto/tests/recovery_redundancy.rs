@@ -23,6 +23,16 @@ fn iid(p: f64) -> LossEstimate {
     }
 }
 
+/// Independent loss at the channel's own rate `p`, as if from endless
+/// fates: its standard error, which the policy adds to a young estimate,
+/// is negligible.
+fn known_iid(p: f64) -> LossEstimate {
+    LossEstimate {
+        samples: 1 << 40,
+        ..iid(p)
+    }
+}
+
 fn bursty(p: f64, burst: f64) -> LossEstimate {
     LossEstimate {
         rate: p,
@@ -123,10 +133,7 @@ fn monte_carlo_tail_covers_the_last_symbols() {
     for (i, p) in [0.05, 0.2, 0.3].into_iter().enumerate() {
         let seed = 0x7A11 + i as u64;
         let mut rng = SmallRng::seed_from_u64(seed);
-        let known = LossEstimate {
-            samples: 1 << 40,
-            ..iid(p)
-        };
+        let known = known_iid(p);
         let ratio = policy.proactive_ratio_for(&known, &LONG);
         let sources = 1000;
         // Interleaved as the sender does: a repair whenever a whole one is
@@ -185,13 +192,8 @@ fn monte_carlo_residual_near_target() {
         let seed = 0x3C00 + i as u64;
         let mut rng = SmallRng::seed_from_u64(seed);
         let n = LONG.span;
-        // The channel's rate is known here, so the estimate is given as a
-        // mature one: its standard error, which the policy adds to a young
-        // estimate, is negligible.
-        let known = LossEstimate {
-            samples: 1 << 40,
-            ..iid(p)
-        };
+        // The channel's rate is known here: a mature estimate.
+        let known = known_iid(p);
         let ratio = policy.proactive_ratio_for(&known, &LONG);
         let target = policy.residual_for(&known, &LONG);
         let k = (ratio * n as f64).round() as u64;
@@ -222,10 +224,7 @@ fn monte_carlo_residual_on_a_short_path() {
     for (i, p) in [0.05, 0.2].into_iter().enumerate() {
         let seed = 0x3C10 + i as u64;
         let mut rng = SmallRng::seed_from_u64(seed);
-        let known = LossEstimate {
-            samples: 1 << 40,
-            ..iid(p)
-        };
+        let known = known_iid(p);
         let ratio = policy.proactive_ratio_for(&known, &short);
         let target = policy.residual_for(&known, &short);
         assert!(
