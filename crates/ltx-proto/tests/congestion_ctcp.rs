@@ -485,3 +485,42 @@ fn a_delivery_cap_bounds_a_window_whose_packets_nearly_all_vanish() {
     let last = *windows.last().expect("rounds");
     assert!(last <= 200 * PKT, "with a cap: {windows:?}");
 }
+
+#[test]
+fn a_fast_path_leaves_startup_at_its_bandwidth_delay_product() {
+    // At 500 Mbit/s the initial window's ACKs come 19 µs apart: too close
+    // for four pair samples of at least 500 µs, so the first rate is the
+    // ACK train's. Start-up must send at it as at a pair rate, not pace at
+    // twice it into a queue and leave on that queue a quarter below the
+    // path.
+    for (mbit, rtt_ms, seed) in [(500.0, 10u64, 21u64), (1000.0, 2, 22), (200.0, 20, 23)] {
+        let path = PathModel {
+            rate: mbit * 1e6 / 8.0,
+            rtt_min: Duration::from_millis(rtt_ms),
+            loss: 0.0,
+        };
+        let bdp = path.rate * path.rtt_min.as_secs_f64();
+        let trace = run(&path, &CtcpConfig::default(), path.rtt_min * 40, seed);
+        let ended = trace.startup_ended.unwrap_or(Duration::MAX);
+        assert!(
+            ended <= path.rtt_min * 10,
+            "{mbit} Mbit/s, {rtt_ms} ms: start-up ended at {ended:?}"
+        );
+        let after = trace
+            .windows
+            .iter()
+            .filter(|(t, _)| *t >= ended + path.rtt_min * 2)
+            .map(|(_, w)| *w)
+            .min()
+            .unwrap_or(0);
+        assert!(
+            after as f64 >= 0.9 * bdp,
+            "{mbit} Mbit/s, {rtt_ms} ms: window down to {after} after start-up, BDP {bdp}"
+        );
+        assert!(
+            trace.max_queue_delay <= path.rtt_min / 2,
+            "{mbit} Mbit/s, {rtt_ms} ms: queue delay {:?}",
+            trace.max_queue_delay
+        );
+    }
+}

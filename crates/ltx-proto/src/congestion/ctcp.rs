@@ -29,6 +29,18 @@
 //!   bytes acknowledged — or declared lost, by an ACK of the train, after
 //!   being sent within it — over its span.
 //!
+//! On a fast path the trains measure first: a pair sample spans at least
+//! 500 µs (the batching of real endpoints), which the initial window's ACKs
+//! fill only a few times over at 200 Mbit/s and not once at 1 Gbit/s. A
+//! round's rate is sent at, paced and capped as below, when its RTT samples
+//! jitter little, whether pairs or the train measured it. Before the
+//! train's rate was held to that test too, such a path paced at twice its
+//! rate without a cap, built a queue, left start-up on it and scaled the
+//! window by `RTTmin / RTT` below the path, where additive increase brings
+//! back one datagram per round trip (20 MB, no loss: 200 Mbit/s at 20 ms,
+//! T/T* 1.27 → 1.04; 500 Mbit/s at 10 ms, 1.39 → 1.05; 1 Gbit/s at 2 ms,
+//! 1.15 → 1.02 and 0.5 % of the packets lost in the queue → none).
+//!
 //! Once a rate is measured, `cwnd ← max(cwnd, max_rate × RTTmin)`: the
 //! window jumps to the bandwidth-delay product instead of `log2(BDP/IW)`
 //! doublings. From then on start-up paces at the measured rate and keeps the
@@ -991,7 +1003,7 @@ impl Ctcp {
     /// packets sent at one instant, and some samples take more than their
     /// share.
     fn take_pair_rate(&mut self, rate: u64, rtt: &RttEstimator) {
-        self.measured = self.jitter.jitter() <= rtt.min().mul_f64(STEADY_JITTER);
+        self.measured = self.steady(rtt);
         let current = self.train.as_ref();
         let acked = current.and_then(Train::acked_rate).or(self.last_train_rate);
         let slots = current.and_then(Train::rate).or(self.last_train_slots);
@@ -1006,13 +1018,30 @@ impl Ctcp {
         self.update_max_rate();
     }
 
+    /// Whether this start-up round's RTT samples jitter little enough
+    /// (within [`STEADY_JITTER`] of RTTmin) for start-up to send at the
+    /// rate it measured.
+    fn steady(&self, rtt: &RttEstimator) -> bool {
+        self.jitter.jitter() <= rtt.min().mul_f64(STEADY_JITTER)
+    }
+
     /// Ends a start-up round: the window is at least the measured BDP, and
     /// start-up ends if the rate has stopped growing.
     fn end_round(&mut self, now: Instant, rtt: &RttEstimator) {
-        if let Some(rate) = self.pairs.take_median() {
-            self.take_pair_rate(rate, rtt);
-        }
+        let paired = match self.pairs.take_median() {
+            Some(rate) => {
+                self.take_pair_rate(rate, rtt);
+                true
+            }
+            None => false,
+        };
         self.close_train();
+        // A round without pair samples (a fast path, whose ACKs come too
+        // close together for four of them) measured the rate by its train
+        // alone: the same test says whether to send at it.
+        if !paired && self.max_rate.is_some() {
+            self.measured = self.steady(rtt);
+        }
         self.settled_rate = self.max_rate;
         self.round_pair_rate = None;
         if let Some(bdp) = self.bdp(rtt) {
