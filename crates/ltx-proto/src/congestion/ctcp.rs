@@ -225,14 +225,22 @@ impl CtcpConfig {
     /// TCP's 10, because its ACKs are what start-up measures the path with,
     /// and on a lossy path ten packets give too few pairs.
     ///
-    /// Sent at one instant, 32 datagrams overflow a queue of fewer (10
-    /// Mbit/s, 25 ms, one bandwidth-delay product of 23 datagrams: 10 lost,
-    /// 1.041 wire bytes per byte of a 1080 KiB object against 1.018 with
-    /// 16). Fewer cost more elsewhere: with 16, 100 Mbit/s at 20 ms took
-    /// T/T* from 1.02 to 1.20 (10 MB; start-up left on a queue below the
-    /// path's bandwidth-delay product) and the first full flight at 600 ms
-    /// is sized from fewer fates (20 % loss: delay p99 182 → 746 ms); with
-    /// 24 the object still lost 2 datagrams (1.022).
+    /// Sent at one instant, 32 datagrams overflow a queue of fewer: 10
+    /// Mbit/s at 25 ms with one bandwidth-delay product of queue (23
+    /// datagrams) loses 10 of them, 1.041 wire bytes per byte of a 1080 KiB
+    /// object; 2 Mbit/s at 50 ms (9 datagrams) loses 5.8 % of a 1 MB
+    /// transfer's packets to the queue, its delay p99 633 ms. 16 fit there
+    /// (1.018 bytes per byte; 1.2 % and 109 ms; seeds 1–3) but cost a round
+    /// trip of start-up where the path is fast and 16 ACKs give too few
+    /// pair samples (100 Mbit/s at 20 ms: T/T* 1.020 → 1.042 on 10 MB, about
+    /// 2 % in each cell of the correlated table), let four flows that start
+    /// together on an ECN-marking queue overflow it (0.22 % of the packets
+    /// lost, against none), and size the first full flight at 600 ms from
+    /// fewer fates (20 % loss, seed 1: delay p99 182 → 746 ms). Bursts of a
+    /// few datagrams spread over part of the handshake's round trip would
+    /// keep the pairs and spare the small queue; the pacer has no such
+    /// release yet, and a train would have to end where the bottleneck
+    /// idled between two bursts.
     pub fn initial_window_packets(&mut self, value: u64) -> &mut Self {
         self.initial_window_packets = value.max(2);
         self
