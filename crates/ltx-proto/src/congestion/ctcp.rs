@@ -1040,10 +1040,10 @@ impl Ctcp {
     /// 50 ms (a product of 9 datagrams, 1 MB, seeds 1–3) the cap took the
     /// packets lost to the queue from 5.9 to 5.3 % (the initial window's
     /// overflow is most of the rest), T/T* from 1.038 to 1.024 and the
-    /// delay p99 from 633 to 392 ms. No cell of the seed matrix moved (its
-    /// smallest product, 9 datagrams at 10 Mbit/s and 10 ms in the delay
-    /// sweep, leaves start-up before a probe burst), the 100 MB table not
-    /// run again.
+    /// delay p99 from 633 to 392 ms. In the seed matrix only its smallest
+    /// product moved, 9 datagrams at 10 Mbit/s and 10 ms (the delay sweep,
+    /// 50 MB: wire bytes per byte 1.0217 → 1.0216 at 0.5 % loss, 1.0687 →
+    /// 1.0685 at 5 %); the 100 MB table was not run again.
     fn probe_burst(&self, rtt: &RttEstimator) -> u64 {
         let configured = self.config.probe_burst;
         match self.bdp(rtt) {
