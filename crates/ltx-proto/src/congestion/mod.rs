@@ -104,12 +104,36 @@ pub trait Controller: Send + std::fmt::Debug {
         let _ = (now, rtt);
     }
 
+    /// Whether the controller reads the spacing of the handshake's answers
+    /// ([`Controller::on_handshake_spacing`]): a client then holds its
+    /// first data until the second answer, a few milliseconds at most.
+    fn reads_handshake_spacing(&self) -> bool {
+        false
+    }
+
+    /// The copies of the client's first Initial, sent at one instant, were
+    /// answered `rate` bytes per second apart: the bottleneck's rate, read
+    /// before any data left (only if [`Controller::reads_handshake_spacing`]).
+    fn on_handshake_spacing(&mut self, now: Instant, rate: u64, rtt: &RttEstimator) {
+        let _ = (now, rate, rtt);
+    }
+
     /// The congestion window in bytes.
     fn window(&self) -> u64;
 
     /// The pacing rate in bytes per second (None: pace at window / smoothed
     /// RTT).
     fn pacing_rate(&self, rtt: &RttEstimator) -> Option<u64> {
+        let _ = rtt;
+        None
+    }
+
+    /// The most bytes the pacer lets leave at once, where the controller
+    /// bounds its bursts more tightly than the pacer's bucket does (None:
+    /// the pacer's own bound, at least 10 datagrams). A controller that
+    /// sends a burst of its own size and then paces keeps the burst to
+    /// that size: the tokens left from the burst would otherwise follow it.
+    fn pacing_burst(&self, rtt: &RttEstimator) -> Option<u64> {
         let _ = rtt;
         None
     }

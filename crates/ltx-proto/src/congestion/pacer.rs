@@ -52,7 +52,8 @@ impl Pacer {
 
     /// When a packet of `bytes` may be sent: None if now, else the instant at
     /// which the bucket will hold enough at `rate_bytes_per_s` (0 counts as
-    /// 1). `window` is the congestion window, which bounds the bucket.
+    /// 1). `window` bounds the bucket: the congestion window, or less where
+    /// the controller bounds its bursts.
     pub fn delay(
         &mut self,
         now: Instant,

@@ -1,6 +1,7 @@
 //! A connection: the sans-IO state machine of one ltx association.
 
 mod address_validation;
+mod copy_spacing;
 mod loss_round;
 mod received;
 mod secure;
@@ -37,6 +38,7 @@ use crate::wire::{
 
 use address_validation::AmplificationLimit;
 pub use address_validation::AMPLIFICATION_FACTOR;
+use copy_spacing::{CopySpacing, Reading};
 use loss_round::LossRound;
 use received::ReceivedPackets;
 use secure::{KeysPending, SecureHandshake};
@@ -301,6 +303,9 @@ pub struct Connection {
     handshake_attempts: u32,
     /// When the client's first Initial left, for the first RTT sample.
     handshake_sent: Option<Instant>,
+    /// The copies of the client's first Initial flight, whose answers'
+    /// spacing reads the bottleneck's rate, until the reading concludes.
+    copy_spacing: Option<CopySpacing>,
     close_to_send: Option<(u64, String)>,
     close_requested: bool,
     close_reason: Option<CloseReason>,
@@ -456,6 +461,7 @@ impl Connection {
             handshake_to_send: 0,
             handshake_attempts: 0,
             handshake_sent: None,
+            copy_spacing: None,
             close_to_send: None,
             close_requested: false,
             close_reason: None,
@@ -881,6 +887,10 @@ impl Connection {
     }
 
     fn poll_symbol(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(until) = self.first_data_hold(now) {
+            self.set_timer(Timer::Pacing, until);
+            return None;
+        }
         let encoder = self.encoder.as_ref()?;
         let held = encoder.next_id().0 - encoder.oldest().0;
         let window_open = encoder.next_id().0 < self.peer_decoded_through.0 + self.peer_window
@@ -901,7 +911,12 @@ impl Connection {
                 return None;
             }
             let rate = self.pacing_rate();
-            if let Some(at) = self.pacer.delay(now, size, rate, self.controller.window()) {
+            let window = self.controller.window();
+            let bucket = self
+                .controller
+                .pacing_burst(&self.rtt)
+                .map_or(window, |burst| burst.min(window));
+            if let Some(at) = self.pacer.delay(now, size, rate, bucket) {
                 self.set_timer(Timer::Pacing, at);
                 return None;
             }
@@ -1085,7 +1100,52 @@ impl Connection {
             let overhead = InitialDatagram::cookie_overhead(cookie) as u64;
             self.stats.bytes_sent += overhead;
         }
+        if self.side == Side::Client {
+            self.on_copy_sent(now, number, transmit.contents.len() as u64);
+        }
         transmit
+    }
+
+    /// A copy of the client's Initial, packet `number` of `bytes`, left at
+    /// `now`: the first flight's copies, sent together, are read by the
+    /// spacing of their answers.
+    fn on_copy_sent(&mut self, now: Instant, number: u64, bytes: u64) {
+        if self.handshake_attempts == 1 {
+            self.copy_spacing = Some(CopySpacing::new(number, bytes, now));
+        } else if !self
+            .copy_spacing
+            .as_mut()
+            .is_some_and(|spacing| spacing.on_copy(number, bytes, now))
+        {
+            self.copy_spacing = None;
+        }
+    }
+
+    /// An acknowledgement of packets up to `largest` arrived at `now`: if it
+    /// answers a copy of the first Initial, the copies' spacing may give
+    /// the controller the bottleneck's rate.
+    fn on_copy_answer(&mut self, now: Instant, largest: u64) {
+        let Some(spacing) = self.copy_spacing.as_mut() else {
+            return;
+        };
+        match spacing.on_ack(largest, now) {
+            Reading::Pending => {}
+            Reading::Rate(rate) => {
+                self.copy_spacing = None;
+                self.controller.on_handshake_spacing(now, rate, &self.rtt);
+            }
+            Reading::None => self.copy_spacing = None,
+        }
+    }
+
+    /// Until when the first data waits for the copies' reading, if it does.
+    fn first_data_hold(&mut self, now: Instant) -> Option<Instant> {
+        let spacing = self.copy_spacing.as_mut()?;
+        let hold = spacing.hold(now);
+        if spacing.is_concluded() {
+            self.copy_spacing = None;
+        }
+        hold
     }
 
     fn build_close(&mut self, code: u64, reason: &str) -> Transmit {
@@ -1483,6 +1543,9 @@ impl Connection {
             Frame::Handshake(handshake) => self.on_handshake(now, packet_type, &handshake)?,
             Frame::HandshakeDone => {}
             Frame::Ack(ack) => {
+                if let Some(largest) = ack.largest() {
+                    self.on_copy_answer(now, largest.0);
+                }
                 if self.state == State::Established {
                     self.on_ack(now, &ack)?;
                 }
@@ -1582,6 +1645,19 @@ impl Connection {
             self.rtt
                 .update(Duration::ZERO, now.saturating_duration_since(sent));
             self.controller.on_rtt_sample(now, &self.rtt);
+        }
+        if self.side == Side::Client && established {
+            // The copies' answers are read only by a controller that asks,
+            // and only with the handshake's round trip to bound the wait.
+            if self.controller.reads_handshake_spacing() && self.rtt.has_sample() {
+                if let Some(spacing) = self.copy_spacing.as_mut() {
+                    if spacing.on_established(now, self.rtt.latest()).is_none() {
+                        self.copy_spacing = None;
+                    }
+                }
+            } else {
+                self.copy_spacing = None;
+            }
         }
         if established {
             self.events.push_back(Event::Connected);
