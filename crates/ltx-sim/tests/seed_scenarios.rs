@@ -64,7 +64,10 @@ fn the_first_flight_fits_a_path_that_holds_less_than_the_initial_window() {
     // initial window of 32, sent at one instant, would overflow it (and did:
     // 1.3 to 5.4 % of the packets lost). Spread at the rate the handshake's
     // answers read, nothing is lost, no repair is sent, and the wire
-    // carries no more than a clean path's.
+    // carries no more than a clean path's. Start-up's exit then leaves the
+    // window at the product: the queue its own burst keeps is not read as
+    // an excess to drain (which left the web object 3.7 % behind the
+    // ideal).
     for (rate_bps, rtt_ms, size) in [
         (10_000_000, 25, 1080 * 1024),
         (5_000_000, 20, 1_000_000),
@@ -81,6 +84,11 @@ fn the_first_flight_fits_a_path_that_holds_less_than_the_initial_window() {
         assert_eq!(result.queue_loss, 0.0, "{scenario:?}");
         assert_eq!(result.flows[0].repair_sent, 0, "{scenario:?}");
         assert!(result.overhead <= 1.02, "overhead {}", result.overhead);
+        assert!(
+            ratio(&result) <= 1.01,
+            "{scenario:?}: T/T* {}",
+            ratio(&result)
+        );
     }
 }
 
