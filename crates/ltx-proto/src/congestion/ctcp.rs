@@ -1105,18 +1105,25 @@ impl Ctcp {
         half.clamp(floor, floor.max(self.config.probe_burst))
     }
 
-    /// How long start-up's own burst stands in the queue: the probe burst
-    /// once a rate is measured and sent at, the first flight's burst
-    /// while it is paced at the handshake's reading, at the rate it is
-    /// paced at.
-    fn own_burst_queue(&self, rtt: &RttEstimator) -> Duration {
-        if !self.in_startup || self.config.probe_burst == 0 {
-            return Duration::ZERO;
+    /// Start-up's own burst in datagrams, and the rate the rest of its
+    /// round is paced at: the probe burst once a rate is measured and sent
+    /// at, the first flight's burst while it is paced at the handshake's
+    /// reading.
+    fn own_burst(&self, rtt: &RttEstimator) -> Option<(u64, u64)> {
+        if !self.in_startup || self.config.seed_rule || self.config.probe_burst == 0 {
+            return None;
         }
-        let (datagrams, rate) = match (self.max_rate, self.first_flight_rate) {
-            (Some(rate), _) if self.measured => (self.probe_burst(rtt), rate),
-            (None, Some(rate)) => (self.first_flight_burst(rate, rtt), rate),
-            _ => return Duration::ZERO,
+        match (self.max_rate, self.first_flight_rate) {
+            (Some(rate), _) if self.measured => Some((self.probe_burst(rtt), rate)),
+            (None, Some(rate)) => Some((self.first_flight_burst(rate, rtt), rate)),
+            _ => None,
+        }
+    }
+
+    /// How long start-up's own burst stands in the queue.
+    fn own_burst_queue(&self, rtt: &RttEstimator) -> Duration {
+        let Some((datagrams, rate)) = self.own_burst(rtt) else {
+            return Duration::ZERO;
         };
         let bytes = u128::from(datagrams.saturating_mul(self.max_datagram));
         let nanos = bytes * 1_000_000_000 / u128::from(rate.max(1));
@@ -1572,17 +1579,10 @@ impl Controller for Ctcp {
     }
 
     fn pacing_burst(&self, rtt: &RttEstimator) -> Option<u64> {
-        if !self.in_startup || self.config.seed_rule || self.config.probe_burst == 0 {
-            return None;
-        }
         // Only where the path holds fewer than two full bursts: elsewhere
         // the pacer's bucket lets some ten datagrams more follow the burst,
         // which start-up's figures were measured with.
-        let datagrams = match (self.max_rate, self.first_flight_rate) {
-            (Some(_), _) if self.measured => self.probe_burst(rtt),
-            (None, Some(rate)) => self.first_flight_burst(rate, rtt),
-            _ => return None,
-        };
+        let (datagrams, _) = self.own_burst(rtt)?;
         (datagrams < self.config.probe_burst).then(|| datagrams.saturating_mul(self.max_datagram))
     }
 
