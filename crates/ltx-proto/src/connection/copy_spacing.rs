@@ -165,6 +165,17 @@ mod tests {
         spacing
     }
 
+    /// A flight of three copies whose first answer, to copy 0, came after
+    /// `rtt`: the reading waits for the next.
+    fn first_answered(rtt: Duration) -> (CopySpacing, Instant) {
+        let start = Instant::now();
+        let mut spacing = flight(start);
+        let first = start + rtt;
+        assert!(spacing.on_established(first, rtt).is_some());
+        assert_eq!(spacing.on_ack(0, first), Reading::Pending);
+        (spacing, first)
+    }
+
     #[test]
     fn answers_a_slot_apart_read_the_bottleneck() {
         let start = Instant::now();
@@ -183,11 +194,7 @@ mod tests {
 
     #[test]
     fn a_lost_copy_counts_as_a_slot() {
-        let start = Instant::now();
-        let mut spacing = flight(start);
-        let first = start + Duration::from_millis(26);
-        spacing.on_established(first, Duration::from_millis(26));
-        assert_eq!(spacing.on_ack(0, first), Reading::Pending);
+        let (mut spacing, first) = first_answered(Duration::from_millis(26));
         // Copy 1 lost: copy 2's answer comes two slots later.
         let third = first + Duration::from_micros(1920);
         assert_eq!(spacing.on_ack(2, third), Reading::Rate(1_250_000));
@@ -195,11 +202,7 @@ mod tests {
 
     #[test]
     fn repeated_acknowledgements_of_one_copy_wait_for_the_next() {
-        let start = Instant::now();
-        let mut spacing = flight(start);
-        let first = start + Duration::from_millis(26);
-        spacing.on_established(first, Duration::from_millis(26));
-        assert_eq!(spacing.on_ack(0, first), Reading::Pending);
+        let (mut spacing, first) = first_answered(Duration::from_millis(26));
         assert_eq!(
             spacing.on_ack(0, first + Duration::from_micros(18)),
             Reading::Pending
@@ -210,11 +213,7 @@ mod tests {
 
     #[test]
     fn close_answers_say_only_that_the_path_is_fast() {
-        let start = Instant::now();
-        let mut spacing = flight(start);
-        let first = start + Duration::from_millis(20);
-        spacing.on_established(first, Duration::from_millis(20));
-        spacing.on_ack(0, first);
+        let (mut spacing, first) = first_answered(Duration::from_millis(20));
         let second = first + Duration::from_micros(96);
         assert_eq!(spacing.on_ack(1, second), Reading::None);
         assert_eq!(spacing.hold(second), None);
