@@ -13,6 +13,7 @@ mod keys;
 mod live;
 mod realtime;
 mod recv;
+mod repair_args;
 mod send;
 mod sim;
 mod sim_compare;

@@ -19,6 +19,7 @@ use crate::exit::{Failed, Failure};
 use crate::files::{self, Phase, PlannedFile, Sent};
 use crate::keys::{KeyArgs, NO_ANSWER_HINT};
 use crate::live;
+use crate::repair_args::RepairArgs;
 
 /// Files sent at once; more wait their turn (each file's exchange costs a
 /// round trip or two before its data flows, which concurrency hides).
@@ -51,6 +52,8 @@ pub(crate) struct SendArgs {
     json: bool,
     #[command(flatten)]
     keys: KeyArgs,
+    #[command(flatten)]
+    repair: RepairArgs,
 }
 
 /// Runs `ltx send`.
@@ -90,6 +93,7 @@ async fn send_all(
     config.security = Security::Noise(security);
     config.transport.idle_timeout = args.timeout;
     args.profile.apply(&mut config.transport);
+    args.repair.apply(&mut config.transport);
     if let Some(rate) = args.rate_hint {
         if args.profile != Profile::Ltx {
             bail!(

@@ -11,6 +11,8 @@ use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
 };
+
+use crate::repair_args::RepairArgs;
 use serde_json::{json, Map, Value};
 
 /// What `ltx sim` can do.
@@ -70,28 +72,8 @@ pub(crate) struct RunArgs {
     /// Mark ECN at the bottleneck (CoDel) instead of only dropping.
     #[arg(long)]
     ecn: bool,
-    /// The price of waiting for feedback: the mean wait per span of the
-    /// sliding window worth one percent of its bytes (default 75ms). Lower
-    /// spends more repair ahead of loss: less delivery delay, more bytes.
-    #[arg(long, value_parser = parse_duration)]
-    delay_per_percent: Option<Duration>,
-    /// On paths of 240 ms and less, size answers to feedback this many
-    /// standard deviations of the flight's spread from its expected need
-    /// (-4 to 4, default -1). Higher sends more repair sooner: less delivery
-    /// delay, more bytes; 0 answers the expected need.
-    #[arg(long, allow_negative_numbers = true, value_parser = parse_quantile)]
-    cheap_answer_quantile: Option<f64>,
-    /// The fraction of transfers whose last flight the tail may leave short
-    /// for a round trip of feedback (e.g. 1% or 0.01; above 0, at most 50%;
-    /// default 1%). Lower sends more repair at the end of a transfer, while
-    /// the link would otherwise idle: fewer waits, more bytes.
-    #[arg(long, allow_negative_numbers = true, value_parser = parse_tail_residual)]
-    tail_residual: Option<f64>,
-    /// Widest window, in source symbols, a proactive repair covers (1 to
-    /// 16384, default 256). Wider needs a thinner margin on long paths and
-    /// costs coding time in proportion.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=16384))]
-    max_repair_span: Option<u16>,
+    #[command(flatten)]
+    repair: RepairArgs,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
@@ -103,42 +85,8 @@ pub(crate) struct RunArgs {
 /// `profile`'s transport, with the redundancy settings `args` gives.
 fn transport_for(profile: Profile, args: &RunArgs) -> TransportConfig {
     let mut transport = profile.transport_config();
-    if let Some(price) = args.delay_per_percent {
-        transport.redundancy.delay_per_percent = price;
-    }
-    if let Some(quantile) = args.cheap_answer_quantile {
-        transport.redundancy.cheap_answer_quantile = quantile;
-    }
-    if let Some(residual) = args.tail_residual {
-        transport.redundancy.tail_residual = residual;
-    }
-    if let Some(span) = args.max_repair_span {
-        transport.max_repair_span = span;
-    }
+    args.repair.apply(&mut transport);
     transport
-}
-
-/// A residual of `--tail-residual`: a fraction above 0 and at most one half
-/// (a tail that means to leave most transfers short is no tail).
-fn parse_tail_residual(input: &str) -> Result<f64, String> {
-    let value = parse_fraction(input).map_err(|e| e.to_string())?;
-    if !(value > 0.0 && value <= 0.5) {
-        return Err(format!("{input} is outside (0, 50%]"));
-    }
-    Ok(value)
-}
-
-/// A quantile of `--cheap-answer-quantile`: a number of standard deviations
-/// within ±4 (beyond, the normal approximation it feeds means nothing).
-fn parse_quantile(input: &str) -> Result<f64, String> {
-    let value: f64 = input
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{input}` is not a number (e.g. -1, 0 or 0.5)"))?;
-    if !(-4.0..=4.0).contains(&value) {
-        return Err(format!("{value} is outside -4 to 4 standard deviations"));
-    }
-    Ok(value)
 }
 
 /// `ltx sim matrix`.

@@ -430,3 +430,29 @@ fn a_sender_runs_the_profile_it_is_given() {
     let copy = std::fs::read(out.join("report.bin")).expect("read the copy");
     assert!(copy == random_bytes(500_000, 3), "the copy differs");
 }
+
+#[test]
+fn a_sender_takes_the_repair_settings_of_the_simulator() {
+    // The trade measured with `ltx sim run --delay-per-percent …` is taken
+    // onto a real path with the same flags; a value out of range is refused
+    // before anything is sent, naming the flag.
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let file = tmp.path().join("log.bin");
+    std::fs::write(&file, random_bytes(300_000, 5)).expect("write");
+    let out = tmp.path().join("out");
+    let (receiver, addr) = start_receiver(&out, &[]);
+    let refused = send(&[&file], &addr, &["--tail-residual", "60%"]);
+    assert!(!refused.status.success(), "{refused:?}");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("--tail-residual"), "{stderr}");
+    let sent = send(
+        &[&file],
+        &addr,
+        &["--delay-per-percent", "300ms", "--max-repair-span", "1024"],
+    );
+    assert!(sent.status.success(), "{sent:?}");
+    let received = finish(receiver, Duration::from_secs(60));
+    assert!(received.status.success(), "{received:?}");
+    let copy = std::fs::read(out.join("log.bin")).expect("read the copy");
+    assert!(copy == random_bytes(300_000, 5), "the copy differs");
+}

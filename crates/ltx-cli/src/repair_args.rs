@@ -1,0 +1,144 @@
+//! The redundancy settings a user may change on every command that makes a
+//! connection in the simulator or over the network (`ltx sim run`,
+//! `ltx send`): the same flags, the same meaning, so that a trade measured
+//! in the simulator can be taken onto a real path as it is.
+
+use std::time::Duration;
+
+use clap::Args;
+use ltx_proto::TransportConfig;
+use ltx_sim::units::{parse_duration, parse_fraction};
+
+/// How the sender weighs repair bytes against waiting for feedback. Each
+/// flag left out keeps the preset's value.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Repair (bytes against delay)")]
+pub(crate) struct RepairArgs {
+    /// The price of waiting for feedback: the mean wait per span of the
+    /// sliding window worth one percent of its bytes (default 75ms). Lower
+    /// spends more repair ahead of loss: less delivery delay, more bytes;
+    /// higher sends fewer bytes where each one costs (a metered link) and
+    /// lets more gaps wait a round trip for feedback.
+    #[arg(long, value_parser = parse_duration)]
+    pub(crate) delay_per_percent: Option<Duration>,
+    /// On paths of 240 ms and less, size answers to feedback this many
+    /// standard deviations of the flight's spread from its expected need
+    /// (-4 to 4, default -1). Higher sends more repair sooner: less delivery
+    /// delay, more bytes; 0 answers the expected need.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_quantile)]
+    pub(crate) cheap_answer_quantile: Option<f64>,
+    /// The fraction of transfers whose last flight the tail may leave short
+    /// for a round trip of feedback (e.g. 1% or 0.01; above 0, at most 50%;
+    /// default 1%). Lower sends more repair at the end of a transfer, while
+    /// the link would otherwise idle: fewer waits, more bytes.
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_tail_residual)]
+    pub(crate) tail_residual: Option<f64>,
+    /// Widest window, in source symbols, a proactive repair covers (1 to
+    /// 16384, default 256). Wider needs a thinner margin on long paths and
+    /// costs coding time in proportion.
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=16384))]
+    pub(crate) max_repair_span: Option<u16>,
+}
+
+impl RepairArgs {
+    /// Writes the settings given into `transport`, leaving the others as
+    /// they are.
+    pub(crate) fn apply(&self, transport: &mut TransportConfig) {
+        if let Some(price) = self.delay_per_percent {
+            transport.redundancy.delay_per_percent = price;
+        }
+        if let Some(quantile) = self.cheap_answer_quantile {
+            transport.redundancy.cheap_answer_quantile = quantile;
+        }
+        if let Some(residual) = self.tail_residual {
+            transport.redundancy.tail_residual = residual;
+        }
+        if let Some(span) = self.max_repair_span {
+            transport.max_repair_span = span;
+        }
+    }
+}
+
+/// A residual of `--tail-residual`: a fraction above 0 and at most one half
+/// (a tail that means to leave most transfers short is no tail).
+fn parse_tail_residual(input: &str) -> Result<f64, String> {
+    let value = parse_fraction(input).map_err(|e| e.to_string())?;
+    if !(value > 0.0 && value <= 0.5) {
+        return Err(format!("{input} is outside (0, 50%]"));
+    }
+    Ok(value)
+}
+
+/// A quantile of `--cheap-answer-quantile`: a number of standard deviations
+/// within ±4 (beyond, the normal approximation it feeds means nothing).
+fn parse_quantile(input: &str) -> Result<f64, String> {
+    let value: f64 = input
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{input}` is not a number (e.g. -1, 0 or 0.5)"))?;
+    if !(-4.0..=4.0).contains(&value) {
+        return Err(format!("{value} is outside -4 to 4 standard deviations"));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Probe {
+        #[command(flatten)]
+        repair: RepairArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<RepairArgs, clap::Error> {
+        Probe::try_parse_from(std::iter::once("probe").chain(args.iter().copied()))
+            .map(|probe| probe.repair)
+    }
+
+    #[test]
+    fn flags_left_out_keep_the_presets_values() {
+        let preset = TransportConfig::default();
+        let mut transport = preset.clone();
+        parse(&[]).expect("no flags").apply(&mut transport);
+        assert_eq!(transport.redundancy, preset.redundancy);
+        assert_eq!(transport.max_repair_span, preset.max_repair_span);
+    }
+
+    #[test]
+    fn flags_given_reach_the_transport() {
+        let mut transport = TransportConfig::default();
+        parse(&[
+            "--delay-per-percent",
+            "300ms",
+            "--cheap-answer-quantile",
+            "-2",
+            "--tail-residual",
+            "5%",
+            "--max-repair-span",
+            "1024",
+        ])
+        .expect("valid flags")
+        .apply(&mut transport);
+        let redundancy = &transport.redundancy;
+        assert_eq!(redundancy.delay_per_percent, Duration::from_millis(300));
+        assert_eq!(redundancy.cheap_answer_quantile, -2.0);
+        assert_eq!(redundancy.tail_residual, 0.05);
+        assert_eq!(transport.max_repair_span, 1024);
+    }
+
+    #[test]
+    fn values_out_of_range_are_refused() {
+        for args in [
+            ["--tail-residual", "0"],
+            ["--tail-residual", "60%"],
+            ["--cheap-answer-quantile", "5"],
+            ["--max-repair-span", "0"],
+            ["--delay-per-percent", "soon"],
+        ] {
+            assert!(parse(&args).is_err(), "{args:?} accepted");
+        }
+    }
+}
