@@ -1,12 +1,13 @@
 //! The redundancy settings a user may change on every command that makes a
 //! connection in the simulator or over the network (`ltx sim run`,
-//! `ltx send`): the same flags, the same meaning, so that a trade measured
-//! in the simulator can be taken onto a real path as it is.
+//! `ltx sim compare`, `ltx send`): the same flags, the same meaning, so
+//! that a trade measured in the simulator can be taken onto a real path as
+//! it is.
 
 use std::time::Duration;
 
 use clap::Args;
-use ltx_proto::TransportConfig;
+use ltx_proto::{RepairSettings, TransportConfig};
 use ltx_sim::units::{parse_duration, parse_fraction};
 
 /// How the sender weighs repair bytes against waiting for feedback. Each
@@ -41,21 +42,20 @@ pub(crate) struct RepairArgs {
 }
 
 impl RepairArgs {
+    /// The settings given, each flag left out left to the preset.
+    pub(crate) fn settings(&self) -> RepairSettings {
+        RepairSettings {
+            delay_per_percent: self.delay_per_percent,
+            cheap_answer_quantile: self.cheap_answer_quantile,
+            tail_residual: self.tail_residual,
+            max_repair_span: self.max_repair_span,
+        }
+    }
+
     /// Writes the settings given into `transport`, leaving the others as
     /// they are.
     pub(crate) fn apply(&self, transport: &mut TransportConfig) {
-        if let Some(price) = self.delay_per_percent {
-            transport.redundancy.delay_per_percent = price;
-        }
-        if let Some(quantile) = self.cheap_answer_quantile {
-            transport.redundancy.cheap_answer_quantile = quantile;
-        }
-        if let Some(residual) = self.tail_residual {
-            transport.redundancy.tail_residual = residual;
-        }
-        if let Some(span) = self.max_repair_span {
-            transport.max_repair_span = span;
-        }
+        self.settings().apply(transport);
     }
 }
 

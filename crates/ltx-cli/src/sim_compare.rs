@@ -15,6 +15,7 @@ use ltx_sim::compare::{
 };
 use serde_json::{json, Map, Value};
 
+use crate::repair_args::RepairArgs;
 use crate::sim::round;
 
 mod charts;
@@ -57,6 +58,9 @@ pub(crate) struct CompareArgs {
     /// Sections to run, comma-separated (default: all).
     #[arg(long, value_delimiter = ',')]
     sections: Vec<Section>,
+    // Applied to every preset, over its own settings.
+    #[command(flatten)]
+    repair: RepairArgs,
 }
 
 /// The columns of runs.csv, in order.
@@ -108,11 +112,18 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
     } else {
         dedup(&args.sections)
     };
-    let plan = if args.quick {
+    let mut plan = if args.quick {
         Plan::quick(&sections, profiles, args.seeds)
     } else {
         Plan::full(&sections, profiles, args.seeds, args.heavy_seeds)
     };
+    plan.repair = args.repair.settings();
+    if !plan.repair.is_default() {
+        eprintln!(
+            "sim compare: every preset's repair settings changed: {:?}",
+            plan.repair
+        );
+    }
     let total = plan.runs().len();
     eprintln!(
         "sim compare: {} cells × {} presets, {total} runs on {threads} thread(s)",

@@ -128,6 +128,47 @@ impl fmt::Debug for TransportConfig {
     }
 }
 
+/// Changes to a preset's repair settings, each left out (`None`) keeping
+/// the preset's value: how the sender weighs repair bytes against waiting
+/// for feedback. One value serves every place a connection is configured
+/// (the simulator, its comparison, the file transfer), so that a trade
+/// measured in one is taken to the others as it is.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RepairSettings {
+    /// [`RedundancyConfig::delay_per_percent`].
+    pub delay_per_percent: Option<Duration>,
+    /// [`RedundancyConfig::cheap_answer_quantile`].
+    pub cheap_answer_quantile: Option<f64>,
+    /// [`RedundancyConfig::tail_residual`].
+    pub tail_residual: Option<f64>,
+    /// [`TransportConfig::max_repair_span`].
+    pub max_repair_span: Option<u16>,
+}
+
+impl RepairSettings {
+    /// Writes the settings given into `transport`, leaving the others as
+    /// they are.
+    pub fn apply(&self, transport: &mut TransportConfig) {
+        if let Some(price) = self.delay_per_percent {
+            transport.redundancy.delay_per_percent = price;
+        }
+        if let Some(quantile) = self.cheap_answer_quantile {
+            transport.redundancy.cheap_answer_quantile = quantile;
+        }
+        if let Some(residual) = self.tail_residual {
+            transport.redundancy.tail_residual = residual;
+        }
+        if let Some(span) = self.max_repair_span {
+            transport.max_repair_span = span;
+        }
+    }
+
+    /// Whether every setting is left to the preset.
+    pub fn is_default(&self) -> bool {
+        *self == RepairSettings::default()
+    }
+}
+
 /// A configuration the connection cannot run with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
@@ -220,5 +261,32 @@ impl Default for AcceptConfig {
             max_half_open: 256,
             max_connections_per_ip: 64,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repair_settings_change_only_what_they_give() {
+        let preset = TransportConfig::default();
+        let mut transport = preset.clone();
+        RepairSettings::default().apply(&mut transport);
+        assert_eq!(transport.redundancy, preset.redundancy);
+        assert_eq!(transport.max_repair_span, preset.max_repair_span);
+
+        let settings = RepairSettings {
+            tail_residual: Some(0.05),
+            ..RepairSettings::default()
+        };
+        assert!(!settings.is_default());
+        settings.apply(&mut transport);
+        assert_eq!(transport.redundancy.tail_residual, 0.05);
+        assert_eq!(
+            transport.redundancy.delay_per_percent,
+            preset.redundancy.delay_per_percent
+        );
+        assert_eq!(transport.max_repair_span, preset.max_repair_span);
     }
 }

@@ -39,7 +39,7 @@ pub mod recovery;
 pub mod rtt;
 pub mod wire;
 
-pub use config::{AcceptConfig, ConfigError, RetryPolicy, TransportConfig};
+pub use config::{AcceptConfig, ConfigError, RepairSettings, RetryPolicy, TransportConfig};
 pub use connection::{
     symbol_size, Connection, ConnectionStats, EcnCodepoint, ReadOutcome, StreamError, Transmit,
     AMPLIFICATION_FACTOR,

@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use ltx_proto::Profile;
+use ltx_proto::{Profile, RepairSettings};
 
 use crate::scenario::Scenario;
 use crate::units::QueueSpec;
@@ -393,6 +393,8 @@ pub struct Plan {
     pub seeds: u64,
     /// Seeds per cell of the heavy sections ([`Section::is_heavy`]).
     pub heavy_seeds: u64,
+    /// Changes to every preset's repair settings (none by default).
+    pub repair: RepairSettings,
 }
 
 /// One run: a cell (by index into [`Plan::cells`]), a preset and a seed.
@@ -419,6 +421,7 @@ impl Plan {
             profiles,
             seeds,
             heavy_seeds,
+            repair: RepairSettings::default(),
         }
     }
 
@@ -429,6 +432,7 @@ impl Plan {
             profiles,
             seeds,
             heavy_seeds: seeds,
+            repair: RepairSettings::default(),
         }
     }
 
@@ -441,6 +445,14 @@ impl Plan {
             self.seeds
         };
         1..=n
+    }
+
+    /// The scenario of `spec`: its cell's, with the plan's repair settings
+    /// over the preset's.
+    pub fn scenario(&self, spec: RunSpec) -> Scenario {
+        let mut scenario = self.cells[spec.cell].scenario(spec.profile, spec.seed);
+        self.repair.apply(&mut scenario.transport);
+        scenario
     }
 
     /// Every run, cell by cell, preset by preset, seed by seed.
@@ -501,6 +513,28 @@ mod tests {
         assert_eq!(cells.len(), 2);
         assert!(cells.iter().all(|c| c.loss == 0.0 && c.flows > 1));
         assert_ne!(cells[0].ecn, cells[1].ecn);
+    }
+
+    #[test]
+    fn the_plans_repair_settings_reach_every_presets_scenario() {
+        let mut plan = Plan::full(
+            &[Section::LongDelay],
+            vec![Profile::Ltx, Profile::Cubic],
+            1,
+            1,
+        );
+        let spec = plan.runs()[0];
+        let preset = plan.scenario(spec).transport.redundancy.delay_per_percent;
+        plan.repair = RepairSettings {
+            delay_per_percent: Some(preset * 4),
+            max_repair_span: Some(1024),
+            ..RepairSettings::default()
+        };
+        for spec in plan.runs() {
+            let scenario = plan.scenario(spec);
+            assert_eq!(scenario.transport.redundancy.delay_per_percent, preset * 4);
+            assert_eq!(scenario.transport.max_repair_span, 1024);
+        }
     }
 
     #[test]

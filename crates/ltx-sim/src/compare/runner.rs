@@ -77,7 +77,7 @@ impl Run {
 
 /// Runs one run of `plan`.
 pub fn run_one(plan: &Plan, spec: RunSpec) -> Result<Run, ScenarioError> {
-    let scenario = plan.cells[spec.cell].scenario(spec.profile, spec.seed);
+    let scenario = plan.scenario(spec);
     Ok(Run::of(spec, &scenario.run()?))
 }
 
