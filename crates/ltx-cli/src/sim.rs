@@ -11,9 +11,9 @@ use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
 };
+use serde_json::{json, Map, Value};
 
 use crate::repair_args::RepairArgs;
-use serde_json::{json, Map, Value};
 
 /// What `ltx sim` can do.
 #[derive(Debug, Subcommand)]
