@@ -406,29 +406,35 @@ fn a_receiver_with_a_preshared_key_takes_only_senders_that_have_it() {
     assert!(received.status.success(), "{received:?}");
 }
 
-#[test]
-fn a_sender_runs_the_profile_it_is_given() {
-    // A seed preset carries the file as the default does; a rate hint,
-    // which only the ltx profile's start-up uses, is refused with another.
+/// One file to a receiver: a send with `refused` fails before anything
+/// moves, naming `flag`; one with `accepted` then delivers the file whole.
+fn refused_then_delivered(refused: &[&str], flag: &str, accepted: &[&str]) {
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let file = tmp.path().join("report.bin");
-    std::fs::write(&file, random_bytes(500_000, 3)).expect("write");
+    std::fs::write(&file, random_bytes(400_000, 3)).expect("write");
     let out = tmp.path().join("out");
     let (receiver, addr) = start_receiver(&out, &[]);
-    let refused = send(
-        &[&file],
-        &addr,
-        &["--profile", "cubic", "--rate-hint", "50mbit"],
-    );
-    assert!(!refused.status.success(), "{refused:?}");
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("--rate-hint"), "{stderr}");
-    let sent = send(&[&file], &addr, &["--profile", "bbr"]);
+    let failed = send(&[&file], &addr, refused);
+    assert!(!failed.status.success(), "{failed:?}");
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains(flag), "{stderr}");
+    let sent = send(&[&file], &addr, accepted);
     assert!(sent.status.success(), "{sent:?}");
     let received = finish(receiver, Duration::from_secs(60));
     assert!(received.status.success(), "{received:?}");
     let copy = std::fs::read(out.join("report.bin")).expect("read the copy");
-    assert!(copy == random_bytes(500_000, 3), "the copy differs");
+    assert!(copy == random_bytes(400_000, 3), "the copy differs");
+}
+
+#[test]
+fn a_sender_runs_the_profile_it_is_given() {
+    // A seed preset carries the file as the default does; a rate hint,
+    // which only the ltx profile's start-up uses, is refused with another.
+    refused_then_delivered(
+        &["--profile", "cubic", "--rate-hint", "50mbit"],
+        "--rate-hint",
+        &["--profile", "bbr"],
+    );
 }
 
 #[test]
@@ -436,23 +442,9 @@ fn a_sender_takes_the_repair_settings_of_the_simulator() {
     // The trade measured with `ltx sim run --delay-per-percent …` is taken
     // onto a real path with the same flags; a value out of range is refused
     // before anything is sent, naming the flag.
-    let tmp = tempfile::tempdir().expect("a temporary directory");
-    let file = tmp.path().join("log.bin");
-    std::fs::write(&file, random_bytes(300_000, 5)).expect("write");
-    let out = tmp.path().join("out");
-    let (receiver, addr) = start_receiver(&out, &[]);
-    let refused = send(&[&file], &addr, &["--tail-residual", "60%"]);
-    assert!(!refused.status.success(), "{refused:?}");
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("--tail-residual"), "{stderr}");
-    let sent = send(
-        &[&file],
-        &addr,
+    refused_then_delivered(
+        &["--tail-residual", "60%"],
+        "--tail-residual",
         &["--delay-per-percent", "300ms", "--max-repair-span", "1024"],
     );
-    assert!(sent.status.success(), "{sent:?}");
-    let received = finish(receiver, Duration::from_secs(60));
-    assert!(received.status.success(), "{received:?}");
-    let copy = std::fs::read(out.join("log.bin")).expect("read the copy");
-    assert!(copy == random_bytes(300_000, 5), "the copy differs");
 }
