@@ -8,7 +8,7 @@ use anyhow::bail;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ltx::ConnectionStats;
-use ltx_proto::Profile;
+use ltx_presets::Profile;
 use ltx_sim::scenario::Scenario;
 use ltx_sim::units::{parse_duration, parse_fraction, parse_rate, parse_size};
 use serde_json::json;

@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 use ltx::{Connection, Endpoint, EndpointConfig, Security};
-use ltx_proto::Profile;
+use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
 use tokio::task::JoinSet;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
-use ltx_proto::{Profile, TransportConfig};
+use ltx_presets::Profile;
+use ltx_proto::TransportConfig;
 use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use ltx_proto::Profile;
+use ltx_presets::Profile;
 use ltx_sim::compare::{
     best, run_all, summarize, targets, Cell, CellSummary, Plan, Run, Section, Target,
 };

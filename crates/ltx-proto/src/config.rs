@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::congestion::{ControllerFactory, CtcpConfig};
-use crate::recovery::RedundancyConfig;
+use crate::recovery::{RedundancyConfig, SchemeFactory, SlidingWindowFactory};
 
 /// Symbols of history the receiver keeps below its first unknown symbol, so
 /// that a repair symbol whose window starts before it can still be used:
@@ -81,8 +81,11 @@ pub struct TransportConfig {
     /// 600 ms and 50 % loss took 1.4 s of CPU in the simulator against
     /// 0.7 s at 256, for a margin 1 to 2 % thinner.
     pub max_repair_span: u16,
-    /// The redundancy policy.
+    /// The numbers the redundancy scheme spends (residuals, the price of
+    /// waiting, margins).
     pub redundancy: RedundancyConfig,
+    /// The redundancy scheme: ltx's sliding window by default.
+    pub scheme: Arc<dyn SchemeFactory>,
     /// The congestion controller.
     pub congestion: Arc<dyn ControllerFactory>,
     /// Whether to emit trace events (packets, symbols, metrics) through
@@ -106,6 +109,7 @@ impl Default for TransportConfig {
             ack_frequency: 2,
             max_repair_span: 256,
             redundancy: RedundancyConfig::default(),
+            scheme: Arc::new(SlidingWindowFactory),
             congestion: Arc::new(CtcpConfig::default()),
             trace: false,
         }
@@ -123,6 +127,7 @@ impl fmt::Debug for TransportConfig {
             .field("max_streams", &self.max_streams)
             .field("idle_timeout", &self.idle_timeout)
             .field("keep_alive", &self.keep_alive)
+            .field("scheme", &self.scheme)
             .field("congestion", &self.congestion)
             .finish_non_exhaustive()
     }

@@ -13,7 +13,6 @@
 //! - [`rtt`]: round-trip time estimation.
 //! - [`recovery`]: the loss estimator and the redundancy policy.
 //! - [`congestion`]: the [`congestion::Controller`] trait and its controllers.
-//! - [`profile`]: named presets of controller and redundancy policy.
 //! - [`accept`]: a server's stateless admission of new connections
 //!   (retries with address-bound cookies, half-open and per-address limits).
 //!
@@ -33,7 +32,6 @@ mod connection;
 pub mod event;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod profile;
 pub mod protection;
 pub mod recovery;
 pub mod rtt;
@@ -45,5 +43,4 @@ pub use connection::{
     AMPLIFICATION_FACTOR,
 };
 pub use event::{CloseReason, Event, TraceEvent};
-pub use profile::{Profile, UnknownProfile};
 pub use wire::{Side, StreamId};

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use ltx_proto::Profile;
+use ltx_presets::Profile;
 use ltx_sim::scenario::{Scenario, ScenarioResult};
 
 fn transfer(profile: Profile, loss: f64, burst: f64, seed: u64) -> ScenarioResult {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use ltx_proto::Profile;
+use ltx_presets::Profile;
 use ltx_sim::scenario::Scenario;
 use ltx_sim::units::QueueSpec;
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use ltx_proto::Profile;
+use ltx_presets::Profile;
 use ltx_sim::compare::{CellSummary, Plan, Section};
 
 use crate::bench::plots::{self, Frame, Series};

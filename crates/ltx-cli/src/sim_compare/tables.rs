@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use ltx_proto::Profile;
+use ltx_presets::Profile;
 use ltx_sim::compare::{best, CellSummary, Plan, Section};
 
 /// ltx is marked where it is more than this much slower than the best.

@@ -166,22 +166,12 @@
 //! # Pacing
 //!
 //! In start-up as above; after it, `1.25 × cwnd / smoothed RTT`.
-
-//!
-//! # The seed's rule alone
 //!
 //! Everything above but the back-off `cwnd ← cwnd × RTTmin / RTT` and the
 //! additive increase is ltx's own: the measuring start-up, the standing
 //! queue as the minimum since the last reduction, leaving random loss alone
 //! on an empty queue, the floor on loss above the baseline, the ECN factor.
-//! This is the default, the `ltx` profile. [`CtcpConfig::seed_rule`] turns
-//! the additions off and gives seed 003's rule as the seed states it, the
-//! `ctcp` profile: slow start from ten datagrams until the first loss; then
-//! one datagram per window; and on every loss, once per round trip,
-//! `cwnd ← cwnd × RTTmin / sRTT` — it "never ignores packet loss", and on a
-//! link without noise, where losses come from a full queue, it halves like
-//! standard TCP. The seed says nothing of ECN; a CE mark is answered by the
-//! same rule, as RFC 3168 answers it like a loss.
+//! Seed 003's rule alone is the `ctcp` preset's controller, in `ltx-presets`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -203,7 +193,6 @@ pub struct CtcpConfig {
     queue_target: Option<f64>,
     delivery_cap: Option<f64>,
     probe_burst: u64,
-    seed_rule: bool,
 }
 
 impl Default for CtcpConfig {
@@ -220,32 +209,11 @@ impl Default for CtcpConfig {
             queue_target: Some(0.25),
             delivery_cap: None,
             probe_burst: 10,
-            seed_rule: false,
         }
     }
 }
 
 impl CtcpConfig {
-    /// Seed 003's rule alone, without ltx's additions (see the module
-    /// docs): slow start from 10 datagrams, additive increase, and
-    /// `cwnd ← cwnd × RTTmin / sRTT` on every loss or mark, once per round
-    /// trip.
-    pub fn seed_rule() -> Self {
-        Self {
-            initial_window_packets: 10,
-            seed_rule: true,
-            queue_target: None,
-            delivery_cap: None,
-            probe_burst: 0,
-            ..Self::default()
-        }
-    }
-
-    /// Whether this is seed 003's rule alone ([`CtcpConfig::seed_rule`]).
-    pub fn is_seed_rule(&self) -> bool {
-        self.seed_rule
-    }
-
     /// The initial window in datagrams (default 32, at least 2): more than
     /// TCP's 10, because its ACKs are what start-up measures the path with,
     /// and on a lossy path ten packets give too few pairs.
@@ -1110,7 +1078,7 @@ impl Ctcp {
     /// at, the first flight's burst while it is paced at the handshake's
     /// reading.
     fn own_burst(&self, rtt: &RttEstimator) -> Option<(u64, u64)> {
-        if !self.in_startup || self.config.seed_rule || self.config.probe_burst == 0 {
+        if !self.in_startup || self.config.probe_burst == 0 {
             return None;
         }
         match (self.max_rate, self.first_flight_rate) {
@@ -1270,21 +1238,6 @@ impl Ctcp {
         true
     }
 
-    /// Seed 003's back-off: `cwnd ← cwnd × RTTmin / sRTT`, ending slow
-    /// start, and a new round at `now`.
-    fn seed_back_off(&mut self, now: Instant, rtt: &RttEstimator) {
-        let srtt = rtt.smoothed().as_secs_f64();
-        let factor = if srtt > 0.0 {
-            (rtt.min().as_secs_f64() / srtt).clamp(0.0, 1.0)
-        } else {
-            1.0
-        };
-        self.in_startup = false;
-        self.scale(factor);
-        self.set_loss_epoch(now);
-        self.ecn_epoch = Some(now);
-    }
-
     /// Starts a new loss round at `now`; RTT samples of packets sent before
     /// it no longer describe the queue.
     fn set_loss_epoch(&mut self, now: Instant) {
@@ -1309,12 +1262,6 @@ impl Controller for Ctcp {
     ) {
         if self.loss_epoch.is_none_or(|epoch| sent > epoch) {
             self.standing.on_sample(now, rtt.latest(), rtt.smoothed());
-        }
-        if self.in_startup && self.config.seed_rule {
-            if !app_limited {
-                self.window = self.window.saturating_add(bytes);
-            }
-            return;
         }
         if !self.in_startup && self.config.delivery_cap.is_some() {
             self.delivered
@@ -1441,10 +1388,6 @@ impl Controller for Ctcp {
         if self.loss_epoch.is_some_and(|epoch| largest_sent <= epoch) {
             return;
         }
-        if self.config.seed_rule {
-            self.seed_back_off(now, rtt);
-            return;
-        }
         if self.in_startup {
             // Random loss says nothing about the queue; the delay test does.
             if above_baseline {
@@ -1503,12 +1446,6 @@ impl Controller for Ctcp {
         if newly_ce == 0 || self.ecn_epoch.is_some_and(|epoch| largest_sent <= epoch) {
             return;
         }
-        if self.config.seed_rule {
-            if self.loss_epoch.is_none_or(|epoch| largest_sent > epoch) {
-                self.seed_back_off(now, rtt);
-            }
-            return;
-        }
         if self.in_startup {
             self.exit_startup(now, rtt);
             if self.max_rate.is_none() {
@@ -1539,10 +1476,6 @@ impl Controller for Ctcp {
     fn pacing_rate(&self, rtt: &RttEstimator) -> Option<u64> {
         let srtt = rtt.smoothed().as_secs_f64().max(1e-6);
         let by_window = self.window as f64 / srtt;
-        if self.in_startup && self.config.seed_rule {
-            let rate = self.config.startup_pacing_gain * by_window;
-            return Some((rate as u64).max(1));
-        }
         if self.in_startup {
             // Start-up measures the bottleneck from the spacing of ACKs,
             // which shows it only while packets leave faster than it
@@ -1564,7 +1497,7 @@ impl Controller for Ctcp {
     }
 
     fn reads_handshake_spacing(&self) -> bool {
-        !self.config.seed_rule
+        true
     }
 
     fn on_handshake_spacing(&mut self, now: Instant, rate: u64, rtt: &RttEstimator) {
@@ -1597,24 +1530,15 @@ impl Controller for Ctcp {
     }
 
     fn name(&self) -> &'static str {
-        if self.config.seed_rule {
-            "ctcp"
-        } else {
-            "ltx"
-        }
+        "ltx"
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::congestion::test_path::{run, TestPath};
 
     const MTU: u16 = 1200;
-
-    fn seed_rule(now: Instant) -> Ctcp {
-        Ctcp::new(Arc::new(CtcpConfig::seed_rule()), now, MTU)
-    }
 
     fn rtt_of(min_ms: u64, smoothed_ms: u64) -> RttEstimator {
         let mut rtt = RttEstimator::new(Duration::from_millis(min_ms));
@@ -1626,48 +1550,9 @@ mod tests {
     }
 
     #[test]
-    fn seed_rule_scales_by_rtt_min_over_rtt_once_per_round() {
-        let start = Instant::now();
-        let mut cc = seed_rule(start);
-        assert_eq!(cc.name(), "ctcp");
-        assert_eq!(cc.window(), 10 * 1200);
-        cc.window = 100 * 1200;
-        // A full queue doubled the RTT: the window halves, as TCP's would.
-        let rtt = rtt_of(100, 200);
-        let at = start + Duration::from_millis(300);
-        for i in 0..5 {
-            cc.on_loss(at, start + Duration::from_millis(i), 1200, false, &rtt);
-        }
-        assert!(!cc.in_startup());
-        let halved = cc.window() as f64 / (100.0 * 1200.0);
-        assert!((halved - 0.5).abs() < 0.01, "ratio {halved}");
-    }
-
-    #[test]
-    fn seed_rule_never_ignores_a_loss_but_random_loss_costs_little() {
-        let start = Instant::now();
-        let mut cc = seed_rule(start);
-        cc.window = 100 * 1200;
-        // RTT 5 % above its minimum: each round's loss costs about 5 %.
-        let rtt = rtt_of(100, 105);
-        let mut now = start;
-        for _ in 0..3 {
-            let sent = now + Duration::from_millis(1);
-            now += Duration::from_millis(110);
-            cc.on_loss(now, sent, 1200, false, &rtt);
-        }
-        let ratio = cc.window() as f64 / (100.0 * 1200.0);
-        let expected = (100.0f64 / 105.0).powi(3);
-        assert!(
-            (ratio - expected).abs() < 0.01,
-            "ratio {ratio}, expected {expected}"
-        );
-    }
-
-    #[test]
     fn the_default_leaves_random_loss_on_an_empty_queue_alone() {
-        // The other side of the pair: ltx's addition skips the back-off
-        // the seed rule applies.
+        // ltx's addition to the Coded TCP rule: random loss on an empty
+        // queue costs nothing (the seed's rule alone would back off).
         let start = Instant::now();
         let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), start, MTU);
         assert_eq!(cc.name(), "ltx");
@@ -1734,9 +1619,6 @@ mod tests {
                 "rate {rate}"
             );
         }
-        // Seed 003's rule alone does not wait for the reading.
-        let cc = Ctcp::new(Arc::new(CtcpConfig::seed_rule()), Instant::now(), MTU);
-        assert!(!cc.reads_handshake_spacing());
     }
 
     #[test]
@@ -1788,24 +1670,6 @@ mod tests {
                  window {got}, want {want}"
             );
         }
-    }
-
-    #[test]
-    fn seed_rule_keeps_a_lossy_path_busier_than_halving() {
-        // 2 % random loss on a path with a short queue: the back-off is
-        // mild, so the window stays near the BDP.
-        let mut path = TestPath::new(48, 100, 0.25);
-        path.loss = 0.02;
-        let start = Instant::now();
-        let mut cc = seed_rule(start);
-        let out = run(&mut cc, &path, start, Duration::from_secs(60), 4);
-        let late = out.windows_between(Duration::from_secs(30), Duration::from_secs(60));
-        let mean = late.iter().sum::<u64>() / late.len() as u64;
-        assert!(
-            mean > path.bdp() / 2,
-            "mean window {mean}, BDP {}",
-            path.bdp()
-        );
     }
 
     #[test]

@@ -7,41 +7,20 @@
 //! about FEC. Controllers are built by a [`ControllerFactory`], which is also
 //! their configuration, so one configuration serves every connection.
 //!
-//! - [`Ctcp`]: the Coded TCP rule, `cwnd ← cwnd × RTTmin/RTT` on loss, with
-//!   an ECN response and a start-up that measures the bottleneck rate: the
-//!   default (`ltx` profile); [`CtcpConfig::seed_rule`] is seed 003's rule
-//!   alone (`ctcp` profile).
-//! - [`LtTcp`]: seed 000's window, which answers ECN CE marks only.
-//! - [`Ccp`]: seed 001's delay-based control, holding the queue at a small
-//!   operating point.
-//! - [`Fectcp`]: seed 004's window, driven by time-outs that hide isolated
-//!   losses.
-//! - [`NewReno`] and [`Cubic`]: the loss-based baselines.
-//! - [`Bbr`]: a model-based controller (bandwidth and propagation time).
+//! - [`Ctcp`]: ltx's controller: the Coded TCP rule, `cwnd ← cwnd ×
+//!   RTTmin/RTT`, applied to the queue that stands, with an ECN response
+//!   and a start-up that measures the bottleneck rate (the `ltx` preset).
+//!   The seeds' controllers and the TCP baselines live in `ltx-presets`.
 //! - [`Pacer`]: the token bucket that spreads a window over a round trip.
 
 use std::time::Instant;
 
 use crate::rtt::RttEstimator;
 
-pub mod bbr;
-pub mod ccp;
 pub mod ctcp;
-pub mod cubic;
-pub mod fectcp;
-pub mod lt_tcp;
-pub mod newreno;
 pub mod pacer;
-#[cfg(test)]
-mod test_path;
 
-pub use bbr::{Bbr, BbrConfig};
-pub use ccp::{Ccp, CcpConfig};
 pub use ctcp::{Ctcp, CtcpConfig};
-pub use cubic::{Cubic, CubicConfig};
-pub use fectcp::{Fectcp, FectcpConfig};
-pub use lt_tcp::{LtTcp, LtTcpConfig};
-pub use newreno::{NewReno, NewRenoConfig};
 pub use pacer::Pacer;
 
 /// A congestion controller: the window and pacing rate of one connection,

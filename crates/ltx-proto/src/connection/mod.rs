@@ -494,7 +494,7 @@ impl Connection {
             streams: Streams::new(side, limits),
             rtt: RttEstimator::new(config.initial_rtt),
             loss: LossEstimator::new(),
-            scheme: config.redundancy.build(config.max_window),
+            scheme: config.scheme.build(&config.redundancy, config.max_window),
             controller,
             pacer: Pacer::new(config.max_datagram),
             last_sent: now,
@@ -1629,7 +1629,10 @@ impl Connection {
         self.encoder = Some(encoder);
         self.decoder = Some(decoder);
         self.peer_window = u64::from(params.max_window);
-        self.scheme = self.config.redundancy.build(params.max_window);
+        self.scheme = self
+            .config
+            .scheme
+            .build(&self.config.redundancy, params.max_window);
         self.streams
             .set_peer_limits(params.max_data, params.max_stream_data, params.max_streams);
         if established {

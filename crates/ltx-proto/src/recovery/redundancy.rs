@@ -201,7 +201,7 @@ use super::loss_estimator::DEFAULT_WINDOW;
 use std::time::Duration;
 
 use super::scheme::Horizon;
-use super::{Feedback, Flight, LossEstimate, SchemeConfig};
+use super::{Feedback, Flight, LossEstimate};
 
 /// The loss rate above which the policy stops trying: repair for a path that
 /// loses almost everything would be unbounded.
@@ -300,9 +300,6 @@ pub struct RedundancyConfig {
     /// Repair symbols added to any non-zero reactive answer, so that a small
     /// deficit is not missed by rounding or by the loss of its only repair.
     pub reactive_extra: u64,
-    /// The scheme that spends these numbers: ltx's sliding window by
-    /// default, or one of the seeds' (see [`SchemeConfig`]).
-    pub scheme: SchemeConfig,
 }
 
 impl Default for RedundancyConfig {
@@ -316,7 +313,6 @@ impl Default for RedundancyConfig {
             max_ratio: 1.5,
             reactive_margin: 0.1,
             reactive_extra: 1,
-            scheme: SchemeConfig::SlidingWindow,
         }
     }
 }

@@ -4,15 +4,10 @@
 //! which window each repair covers in which code.
 //!
 //! The connection owns the mechanism (the encoder, the congestion window,
-//! the pacer, the wire); a scheme only answers its questions. Four schemes
-//! exist, one per [`SchemeConfig`] variant:
-//!
-//! | scheme | windows | coefficients | seed |
-//! | --- | --- | --- | --- |
-//! | [`RedundancyPolicy`] | sliding: the newest symbols, or the peer's oldest gaps | RLC | ltx |
-//! | [`BlockScheme`] | fixed aligned blocks | RLC | 000 LT-TCP, 003 Coded TCP |
-//! | [`DfecScheme`] | XOR groups sized by the ratio | XOR, RLC for feedback | 002 TCP-dFEC |
-//! | [`WholeBlockScheme`] | the whole application block | RLC | 004 FECTCP |
+//! the pacer, the wire); a scheme only answers its questions. ltx's own
+//! scheme is the sliding window ([`RedundancyPolicy`]); the seeds' block,
+//! XOR and whole-block schemes live in the `ltx-presets` crate and reach a
+//! connection through the same [`SchemeFactory`].
 //!
 //! Every repair is a frame naming its window, key and density byte, so the
 //! receiver decodes all of them through one path: a block repair is a
@@ -25,9 +20,6 @@ use std::time::Duration;
 use ltx_coding::codec::Code;
 use ltx_coding::{SymbolId, Window};
 
-use super::blocks::{BlockConfig, BlockScheme};
-use super::dfec::{DfecConfig, DfecScheme};
-use super::whole_block::{WholeBlockConfig, WholeBlockScheme};
 use super::{LossEstimate, RedundancyConfig, RedundancyPolicy};
 
 /// Widest window, in symbols, of a repair sent in answer to feedback by the
@@ -203,40 +195,32 @@ pub trait RedundancyScheme: fmt::Debug + Send {
     fn on_packet_lost(&mut self, _number: u64) {}
 }
 
-/// Which scheme a connection runs, with its settings.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum SchemeConfig {
-    /// ltx's sliding-window policy ([`RedundancyPolicy`]), configured by the
-    /// rest of the [`RedundancyConfig`].
-    #[default]
-    SlidingWindow,
-    /// Fixed blocks with proactive and reactive repair ([`BlockScheme`]).
-    Blocks(BlockConfig),
-    /// XOR parity steered towards a target residual loss ([`DfecScheme`]).
-    Dfec(DfecConfig),
-    /// Rateless repair of the whole application block
-    /// ([`WholeBlockScheme`]).
-    WholeBlock(WholeBlockConfig),
+/// A builder of [`RedundancyScheme`]s, one per connection; also the
+/// scheme's own settings (block size, XOR ratio, ...), as a
+/// [`ControllerFactory`](crate::congestion::ControllerFactory) is the
+/// controller's. The connection names no scheme: it builds whichever its
+/// [`TransportConfig`](crate::TransportConfig) holds.
+pub trait SchemeFactory: fmt::Debug + Send + Sync {
+    /// The scheme for a connection whose peer holds at most `peer_window`
+    /// unacknowledged symbols, spending `redundancy`'s numbers.
+    fn build(&self, redundancy: &RedundancyConfig, peer_window: u16) -> Box<dyn RedundancyScheme>;
 }
 
-impl RedundancyConfig {
-    /// The scheme this configuration describes, for a connection whose peer
-    /// holds at most `peer_window` unacknowledged symbols.
-    pub fn build(&self, peer_window: u16) -> Box<dyn RedundancyScheme> {
-        match self.scheme {
-            SchemeConfig::SlidingWindow => Box::new(RedundancyPolicy::new(*self)),
-            SchemeConfig::Blocks(config) => Box::new(BlockScheme::new(config, *self)),
-            SchemeConfig::Dfec(config) => Box::new(DfecScheme::new(config, *self)),
-            SchemeConfig::WholeBlock(config) => {
-                Box::new(WholeBlockScheme::new(config, peer_window))
-            }
-        }
+/// The factory of ltx's sliding-window policy ([`RedundancyPolicy`]), the
+/// default scheme: it keeps no settings of its own beyond the
+/// [`RedundancyConfig`] every scheme is given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlidingWindowFactory;
+
+impl SchemeFactory for SlidingWindowFactory {
+    fn build(&self, redundancy: &RedundancyConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
+        Box::new(RedundancyPolicy::new(*redundancy))
     }
 }
 
 /// A window of the symbols `[first, end)`, cut to the `u16` a frame carries
 /// by dropping its oldest symbols; `None` if empty.
-pub(crate) fn window_between(first: u64, end: u64) -> Option<Window> {
+pub fn window_between(first: u64, end: u64) -> Option<Window> {
     if end <= first {
         return None;
     }
@@ -247,7 +231,7 @@ pub(crate) fn window_between(first: u64, end: u64) -> Option<Window> {
 /// The sliding-window policy's reactive window: from the peer's first
 /// unknown symbol to the newest it reported (or to the newest sent if it
 /// reported none past it), at most [`REACTIVE_SPAN`] symbols.
-pub(crate) fn gap_window(range: &RepairRange) -> Option<Window> {
+pub fn gap_window(range: &RepairRange) -> Option<Window> {
     let (oldest, next) = (range.oldest.0, range.next.0);
     let reported = range.peer_end.0.clamp(oldest, next);
     let end = if reported > oldest { reported } else { next };
@@ -259,7 +243,7 @@ pub(crate) fn gap_window(range: &RepairRange) -> Option<Window> {
 /// [`gap_window`] it does not stop at what the peer reported: the tail's
 /// repairs are for the symbols sent within the last round trip, which no
 /// report names yet.
-pub(crate) fn tail_window(range: &RepairRange) -> Option<Window> {
+pub fn tail_window(range: &RepairRange) -> Option<Window> {
     let (oldest, next) = (range.oldest.0, range.next.0);
     window_between(oldest.max(next.saturating_sub(REACTIVE_SPAN)), next)
 }

@@ -5,7 +5,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use ltx_proto::{Profile, RepairSettings};
+use ltx_presets::Profile;
+use ltx_proto::RepairSettings;
 
 use crate::scenario::Scenario;
 use crate::units::QueueSpec;

@@ -131,7 +131,7 @@ pub fn run_all(
 
 #[cfg(test)]
 mod tests {
-    use ltx_proto::Profile;
+    use ltx_presets::Profile;
 
     use super::super::plan::{Plan, Section};
     use super::*;

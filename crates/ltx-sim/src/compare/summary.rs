@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use ltx_proto::Profile;
+use ltx_presets::Profile;
 
 use super::plan::{Plan, Section};
 use super::runner::Run;

@@ -48,8 +48,10 @@
 use ltx_coding::codec::Code;
 use ltx_coding::SymbolId;
 
-use super::scheme::{window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason};
-use super::{LossEstimate, RedundancyScheme};
+use ltx_proto::recovery::{
+    window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason,
+};
+use ltx_proto::recovery::{LossEstimate, RedundancyConfig, RedundancyScheme, SchemeFactory};
 
 /// Repairs owed at the tail of a block: more than any window holds, so that
 /// the sender sends repairs until BACK, as the congestion window allows.
@@ -61,6 +63,12 @@ pub struct WholeBlockConfig {
     /// Source symbols per block; `None` (the default) for the peer's
     /// window, the largest block the sender can hold.
     pub block: Option<u16>,
+}
+
+impl SchemeFactory for WholeBlockConfig {
+    fn build(&self, _redundancy: &RedundancyConfig, peer_window: u16) -> Box<dyn RedundancyScheme> {
+        Box::new(WholeBlockScheme::new(*self, peer_window))
+    }
 }
 
 /// FECTCP's redundancy; see the module docs.

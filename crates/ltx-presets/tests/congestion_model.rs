@@ -6,10 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-use ltx_proto::congestion::{
-    BbrConfig, CcpConfig, Controller, ControllerFactory, CtcpConfig, CubicConfig, FectcpConfig,
-    LtTcpConfig, NewRenoConfig, Pacer,
+use ltx_presets::congestion::{
+    BbrConfig, CcpConfig, CodedTcpConfig, CubicConfig, FectcpConfig, LtTcpConfig, NewRenoConfig,
 };
+use ltx_proto::congestion::{Controller, ControllerFactory, CtcpConfig, Pacer};
 use ltx_proto::rtt::RttEstimator;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -95,7 +95,7 @@ fn controllers() -> Vec<(&'static str, u64, Box<dyn ControllerFactory>)> {
     fectcp_tight.beta(0.0);
     vec![
         ("ltx", 32, Box::new(CtcpConfig::default())),
-        ("ctcp", 10, Box::new(CtcpConfig::seed_rule())),
+        ("ctcp", 10, Box::new(CodedTcpConfig::default())),
         ("newreno", 10, Box::new(NewRenoConfig::default())),
         ("cubic", 10, Box::new(CubicConfig::default())),
         ("lt-tcp", 10, Box::new(LtTcpConfig::default())),

@@ -2,14 +2,13 @@
 //! name, for the command line and for side-by-side measurements.
 //!
 //! The seed presets pair their seed's window control with their seed's
-//! redundancy ([`Profile::redundancy`]): LT-TCP's PFEC + RFEC over blocks,
+//! redundancy ([`Profile::scheme`]): LT-TCP's PFEC + RFEC over blocks,
 //! TCP-dFEC's XOR parity steered by 1 ± δ, Coded TCP's blocks of 32 with
 //! random linear coding, FECTCP's rateless coding of a whole block. `ltx`,
 //! `ccp` and the TCP baselines run ltx's sliding-window policy
-//! ([`RedundancyConfig::default`]). Where each deviates from its seed is
-//! said in its scheme's module: [`blocks`], [`dfec`], [`whole_block`].
+//! ([`SlidingWindowFactory`]). Where each deviates from its seed is said in
+//! its scheme's module: [`blocks`], [`dfec`], [`whole_block`].
 //!
-//! [`RedundancyConfig::default`]: crate::recovery::RedundancyConfig
 //! [`blocks`]: crate::recovery::blocks
 //! [`dfec`]: crate::recovery::dfec
 //! [`whole_block`]: crate::recovery::whole_block
@@ -18,12 +17,14 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
+use ltx_proto::congestion::{ControllerFactory, CtcpConfig};
+use ltx_proto::recovery::{RedundancyConfig, SchemeFactory, SlidingWindowFactory};
+use ltx_proto::TransportConfig;
+
 use crate::congestion::{
-    BbrConfig, CcpConfig, ControllerFactory, CtcpConfig, CubicConfig, FectcpConfig, LtTcpConfig,
-    NewRenoConfig,
+    BbrConfig, CcpConfig, CodedTcpConfig, CubicConfig, FectcpConfig, LtTcpConfig, NewRenoConfig,
 };
-use crate::recovery::{BlockConfig, DfecConfig, RedundancyConfig, SchemeConfig, WholeBlockConfig};
-use crate::TransportConfig;
+use crate::recovery::{BlockConfig, DfecConfig, WholeBlockConfig};
 
 /// A named controller and redundancy policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -51,7 +52,7 @@ pub enum Profile {
     /// is answered by random linear repair, where the seed retransmits.
     Dfec,
     /// Seed 003 (Coded TCP): the rule `cwnd ← cwnd × RTTmin / RTT` alone,
-    /// without ltx's additions ([`CtcpConfig::seed_rule`]). Redundancy:
+    /// without ltx's additions ([`CodedTcpConfig`]). Redundancy:
     /// blocks of 32 source packets, random linear coding, `k·p/(1−p)`
     /// proactive repairs per block and extra coded packets on feedback
     /// ([`BlockConfig::CODED_TCP`]).
@@ -118,36 +119,34 @@ impl Profile {
             Profile::LtTcp => Arc::new(LtTcpConfig::default()),
             Profile::Ccp => Arc::new(CcpConfig::default()),
             Profile::Dfec | Profile::NewReno => Arc::new(NewRenoConfig::default()),
-            Profile::Ctcp => Arc::new(CtcpConfig::seed_rule()),
+            Profile::Ctcp => Arc::new(CodedTcpConfig::default()),
             Profile::Fectcp => Arc::new(FectcpConfig::default()),
             Profile::Cubic => Arc::new(CubicConfig::default()),
             Profile::Bbr => Arc::new(BbrConfig::default()),
         }
     }
 
-    /// The profile's redundancy: the seed's scheme for the seed presets,
+    /// The profile's redundancy scheme: the seed's for the seed presets,
     /// ltx's sliding window for the others.
-    pub fn redundancy(self) -> RedundancyConfig {
-        let scheme = match self {
-            Profile::LtTcp => SchemeConfig::Blocks(BlockConfig::LT_TCP),
-            Profile::Dfec => SchemeConfig::Dfec(DfecConfig::default()),
-            Profile::Ctcp => SchemeConfig::Blocks(BlockConfig::CODED_TCP),
-            Profile::Fectcp => SchemeConfig::WholeBlock(WholeBlockConfig::default()),
+    pub fn scheme(self) -> Arc<dyn SchemeFactory> {
+        match self {
+            Profile::LtTcp => Arc::new(BlockConfig::LT_TCP),
+            Profile::Dfec => Arc::new(DfecConfig::default()),
+            Profile::Ctcp => Arc::new(BlockConfig::CODED_TCP),
+            Profile::Fectcp => Arc::new(WholeBlockConfig::default()),
             Profile::Ltx | Profile::Ccp | Profile::NewReno | Profile::Cubic | Profile::Bbr => {
-                SchemeConfig::SlidingWindow
+                Arc::new(SlidingWindowFactory)
             }
-        };
-        RedundancyConfig {
-            scheme,
-            ..RedundancyConfig::default()
         }
     }
 
     /// Sets `config`'s controller and redundancy scheme to the profile's,
-    /// leaving its other settings alone.
+    /// and its redundancy numbers to their defaults, leaving its other
+    /// settings alone.
     pub fn apply(self, config: &mut TransportConfig) {
         config.congestion = self.controller();
-        config.redundancy = self.redundancy();
+        config.scheme = self.scheme();
+        config.redundancy = RedundancyConfig::default();
     }
 
     /// The default transport configuration with the profile's controller
@@ -221,9 +220,12 @@ mod tests {
         ];
         for (profile, name) in Profile::ALL.into_iter().zip(expected) {
             let config = profile.transport_config();
-            assert_eq!(config.redundancy.build(1024).name(), name, "{profile}");
+            assert_eq!(
+                config.scheme.build(&config.redundancy, 1024).name(),
+                name,
+                "{profile}"
+            );
         }
-        assert_eq!(Profile::Ltx.redundancy(), RedundancyConfig::default());
     }
 
     #[test]

@@ -41,8 +41,10 @@ use std::collections::{BTreeMap, VecDeque};
 use ltx_coding::codec::Code;
 use ltx_coding::{SymbolId, Window};
 
-use super::scheme::{gap_window, Feedback, Horizon, RepairPlan, RepairRange, RepairReason};
-use super::{LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme};
+use ltx_proto::recovery::{gap_window, Feedback, Horizon, RepairPlan, RepairRange, RepairReason};
+use ltx_proto::recovery::{
+    LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme, SchemeFactory,
+};
 
 /// The configuration of a [`DfecScheme`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,6 +82,12 @@ impl Default for DfecConfig {
             min_fec_window: 2,
             max_fec_window: 8192,
         }
+    }
+}
+
+impl SchemeFactory for DfecConfig {
+    fn build(&self, redundancy: &RedundancyConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
+        Box::new(DfecScheme::new(*self, *redundancy))
     }
 }
 

@@ -32,8 +32,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use super::newreno::pacing;
-use super::{Controller, ControllerFactory};
-use crate::rtt::RttEstimator;
+use ltx_proto::congestion::{Controller, ControllerFactory};
+use ltx_proto::rtt::RttEstimator;
 
 /// STARTUP's pacing and window gain, `2 / ln 2`.
 const HIGH_GAIN: f64 = 2.885;

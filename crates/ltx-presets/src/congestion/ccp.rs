@@ -37,8 +37,8 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::newreno::pacing;
-use super::{min_window, Controller, ControllerFactory};
-use crate::rtt::RttEstimator;
+use ltx_proto::congestion::{min_window, Controller, ControllerFactory};
+use ltx_proto::rtt::RttEstimator;
 
 /// Control periods the capacity estimate remembers.
 const CAPACITY_PERIODS: usize = 10;

@@ -16,8 +16,8 @@
 
 use std::time::Instant;
 
-use super::{min_window, Controller, ControllerFactory};
-use crate::rtt::RttEstimator;
+use ltx_proto::congestion::{min_window, Controller, ControllerFactory};
+use ltx_proto::rtt::RttEstimator;
 
 /// The configuration of [`NewReno`], and its factory.
 #[derive(Debug, Clone)]

@@ -39,8 +39,12 @@ use std::collections::{BTreeMap, VecDeque};
 use ltx_coding::codec::Code;
 use ltx_coding::SymbolId;
 
-use super::scheme::{window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason};
-use super::{LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme};
+use ltx_proto::recovery::{
+    window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason,
+};
+use ltx_proto::recovery::{
+    LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme, SchemeFactory,
+};
 
 /// How a block's proactive repairs are sized from the loss estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,6 +85,12 @@ impl BlockConfig {
         source: 64,
         provisioning: Provisioning::Quantile,
     };
+}
+
+impl SchemeFactory for BlockConfig {
+    fn build(&self, redundancy: &RedundancyConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
+        Box::new(BlockScheme::new(*self, *redundancy))
+    }
 }
 
 /// What one of the scheme's packets carried.

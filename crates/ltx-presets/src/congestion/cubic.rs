@@ -17,8 +17,8 @@
 use std::time::{Duration, Instant};
 
 use super::newreno::pacing;
-use super::{min_window, Controller, ControllerFactory};
-use crate::rtt::RttEstimator;
+use ltx_proto::congestion::{min_window, Controller, ControllerFactory};
+use ltx_proto::rtt::RttEstimator;
 
 /// CUBIC's scaling constant `C`, datagrams per second cubed.
 const CUBIC_C: f64 = 0.4;

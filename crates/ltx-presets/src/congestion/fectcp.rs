@@ -41,8 +41,8 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::newreno::pacing;
-use super::{min_window, Controller, ControllerFactory};
-use crate::rtt::RttEstimator;
+use ltx_proto::congestion::{min_window, Controller, ControllerFactory};
+use ltx_proto::rtt::RttEstimator;
 
 /// Acknowledgements kept to decide whether a loss was covered in time.
 const ACK_HISTORY: usize = 1 << 14;

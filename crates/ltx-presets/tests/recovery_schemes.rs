@@ -5,11 +5,13 @@
 
 use ltx_coding::codec::{Code, DecodeError, Decoder, DecoderConfig, Encoder, EncoderConfig};
 use ltx_coding::{RepairKey, SymbolId, Window};
-use ltx_proto::recovery::whole_block::UNTIL_RECOVERED;
+use ltx_presets::recovery::whole_block::UNTIL_RECOVERED;
+use ltx_presets::recovery::{
+    BlockConfig, BlockScheme, DfecConfig, DfecScheme, WholeBlockConfig, WholeBlockScheme,
+};
 use ltx_proto::recovery::{
-    BlockConfig, BlockScheme, DfecConfig, DfecScheme, Feedback, Flight, Horizon, LossEstimate,
-    RedundancyConfig, RedundancyPolicy, RedundancyScheme, RepairPlan, RepairRange, RepairReason,
-    WholeBlockConfig, WholeBlockScheme,
+    Feedback, Flight, Horizon, LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme,
+    RepairPlan, RepairRange, RepairReason, SchemeFactory, SlidingWindowFactory,
 };
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -544,7 +546,7 @@ fn fectcp_recovers_the_block_from_any_sufficient_subset() {
 
 #[test]
 fn the_default_scheme_is_the_sliding_window_policy() {
-    let mut scheme = RedundancyConfig::default().build(16_384);
+    let mut scheme = SlidingWindowFactory.build(&RedundancyConfig::default(), 16_384);
     assert_eq!(scheme.name(), "sliding-window");
     let estimate = iid(0.2);
     let ratio = RedundancyPolicy::default().proactive_ratio_for(&estimate, &HORIZON);
@@ -582,7 +584,7 @@ fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
     // 20 ms, a cheap round trip (240 ms and less): 10 / 0.8 = 12.5, to the
     // nearest, and each repair reaches the newest symbol sent, since the
     // count is for the flight's losses too.
-    let mut scheme = RedundancyConfig::default().build(16_384);
+    let mut scheme = SlidingWindowFactory.build(&RedundancyConfig::default(), 16_384);
     assert_eq!(scheme.reactive_repairs(&covered(20), &estimate), 13);
     let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
     assert_eq!(plan.window, Window::new(SymbolId(100), 900));

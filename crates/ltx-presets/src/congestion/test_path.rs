@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use super::Controller;
-use crate::rtt::RttEstimator;
+use ltx_proto::congestion::Controller;
+use ltx_proto::rtt::RttEstimator;
 
 /// The path's fixed parameters.
 #[derive(Debug, Clone)]

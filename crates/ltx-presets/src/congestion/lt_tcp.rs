@@ -19,8 +19,8 @@
 use std::time::Instant;
 
 use super::newreno::{NewReno, NewRenoConfig};
-use super::{Controller, ControllerFactory};
-use crate::rtt::RttEstimator;
+use ltx_proto::congestion::{Controller, ControllerFactory};
+use ltx_proto::rtt::RttEstimator;
 
 /// The configuration of [`LtTcp`], and its factory.
 #[derive(Debug, Clone, Default)]
