@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ltx::{Connection, ConnectionStats};
-use ltx_proto::congestion::{ControllerFactory, CtcpConfig};
+use ltx_proto::congestion::{ControllerFactory, TolerantConfig};
 
 /// The default controller, told the path's rate (bits per second).
 pub(crate) fn hinted_controller(rate_bps: u64) -> Arc<dyn ControllerFactory> {
-    let mut config = CtcpConfig::default();
+    let mut config = TolerantConfig::default();
     config.rate_hint(Some(rate_bps / 8));
     Arc::new(config)
 }

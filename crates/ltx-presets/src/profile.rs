@@ -17,7 +17,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use ltx_proto::congestion::{ControllerFactory, CtcpConfig};
+use ltx_proto::congestion::{ControllerFactory, TolerantConfig};
 use ltx_proto::recovery::{RedundancyConfig, SchemeFactory, SlidingWindowFactory};
 use ltx_proto::TransportConfig;
 
@@ -31,7 +31,7 @@ use crate::recovery::{BlockConfig, DfecConfig, WholeBlockConfig};
 pub enum Profile {
     /// ltx's own design, the default: the Coded TCP back-off on a standing
     /// queue, a start-up that measures the bottleneck, an ECN response
-    /// ([`CtcpConfig::default`]).
+    /// ([`TolerantConfig::default`]).
     #[default]
     Ltx,
     /// Seed 000 (LT-TCP): a TCP window that answers ECN CE marks only
@@ -56,7 +56,7 @@ pub enum Profile {
     /// blocks of 32 source packets, random linear coding, `k·p/(1−p)`
     /// proactive repairs per block and extra coded packets on feedback
     /// ([`BlockConfig::CODED_TCP`]).
-    Ctcp,
+    Tolerant,
     /// Seed 004 (FECTCP): window control by time-outs
     /// `ΔT = (1 + β)(sRTT + σ)` that hide isolated losses
     /// ([`FectcpConfig`]); it reduces once per round trip where the seed
@@ -90,7 +90,7 @@ impl Profile {
         Profile::LtTcp,
         Profile::Ccp,
         Profile::Dfec,
-        Profile::Ctcp,
+        Profile::Tolerant,
         Profile::Fectcp,
         Profile::NewReno,
         Profile::Cubic,
@@ -104,7 +104,7 @@ impl Profile {
             Profile::LtTcp => "lt-tcp",
             Profile::Ccp => "ccp",
             Profile::Dfec => "dfec",
-            Profile::Ctcp => "ctcp",
+            Profile::Tolerant => "ctcp",
             Profile::Fectcp => "fectcp",
             Profile::NewReno => "newreno",
             Profile::Cubic => "cubic",
@@ -115,11 +115,11 @@ impl Profile {
     /// The profile's congestion controller.
     pub fn controller(self) -> Arc<dyn ControllerFactory> {
         match self {
-            Profile::Ltx => Arc::new(CtcpConfig::default()),
+            Profile::Ltx => Arc::new(TolerantConfig::default()),
             Profile::LtTcp => Arc::new(LtTcpConfig::default()),
             Profile::Ccp => Arc::new(CcpConfig::default()),
             Profile::Dfec | Profile::NewReno => Arc::new(NewRenoConfig::default()),
-            Profile::Ctcp => Arc::new(CodedTcpConfig::default()),
+            Profile::Tolerant => Arc::new(CodedTcpConfig::default()),
             Profile::Fectcp => Arc::new(FectcpConfig::default()),
             Profile::Cubic => Arc::new(CubicConfig::default()),
             Profile::Bbr => Arc::new(BbrConfig::default()),
@@ -132,7 +132,7 @@ impl Profile {
         match self {
             Profile::LtTcp => Arc::new(BlockConfig::LT_TCP),
             Profile::Dfec => Arc::new(DfecConfig::default()),
-            Profile::Ctcp => Arc::new(BlockConfig::CODED_TCP),
+            Profile::Tolerant => Arc::new(BlockConfig::CODED_TCP),
             Profile::Fectcp => Arc::new(WholeBlockConfig::default()),
             Profile::Ltx | Profile::Ccp | Profile::NewReno | Profile::Cubic | Profile::Bbr => {
                 Arc::new(SlidingWindowFactory)

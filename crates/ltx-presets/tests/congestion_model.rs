@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ltx_presets::congestion::{
     BbrConfig, CcpConfig, CodedTcpConfig, CubicConfig, FectcpConfig, LtTcpConfig, NewRenoConfig,
 };
-use ltx_proto::congestion::{Controller, ControllerFactory, CtcpConfig, Pacer};
+use ltx_proto::congestion::{Controller, ControllerFactory, Pacer, TolerantConfig};
 use ltx_proto::rtt::RttEstimator;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -94,7 +94,7 @@ fn controllers() -> Vec<(&'static str, u64, Box<dyn ControllerFactory>)> {
     let mut fectcp_tight = FectcpConfig::default();
     fectcp_tight.beta(0.0);
     vec![
-        ("ltx", 32, Box::new(CtcpConfig::default())),
+        ("ltx", 32, Box::new(TolerantConfig::default())),
         ("ctcp", 10, Box::new(CodedTcpConfig::default())),
         ("newreno", 10, Box::new(NewRenoConfig::default())),
         ("cubic", 10, Box::new(CubicConfig::default())),

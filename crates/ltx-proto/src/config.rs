@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::congestion::{ControllerFactory, CtcpConfig};
+use crate::congestion::{ControllerFactory, TolerantConfig};
 use crate::recovery::{RedundancyConfig, SchemeFactory, SlidingWindowFactory};
 
 /// Symbols of history the receiver keeps below its first unknown symbol, so
@@ -110,7 +110,7 @@ impl Default for TransportConfig {
             max_repair_span: 256,
             redundancy: RedundancyConfig::default(),
             scheme: Arc::new(SlidingWindowFactory),
-            congestion: Arc::new(CtcpConfig::default()),
+            congestion: Arc::new(TolerantConfig::default()),
             trace: false,
         }
     }

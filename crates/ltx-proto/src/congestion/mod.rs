@@ -7,7 +7,7 @@
 //! about FEC. Controllers are built by a [`ControllerFactory`], which is also
 //! their configuration, so one configuration serves every connection.
 //!
-//! - [`Ctcp`]: ltx's controller: the Coded TCP rule, `cwnd ← cwnd ×
+//! - [`Tolerant`]: ltx's controller: the Coded TCP rule, `cwnd ← cwnd ×
 //!   RTTmin/RTT`, applied to the queue that stands, with an ECN response
 //!   and a start-up that measures the bottleneck rate (the `ltx` preset).
 //!   The seeds' controllers and the TCP baselines live in `ltx-presets`.
@@ -17,11 +17,11 @@ use std::time::Instant;
 
 use crate::rtt::RttEstimator;
 
-pub mod ctcp;
 pub mod pacer;
+pub mod tolerant;
 
-pub use ctcp::{Ctcp, CtcpConfig};
 pub use pacer::Pacer;
+pub use tolerant::{Tolerant, TolerantConfig};
 
 /// A congestion controller: the window and pacing rate of one connection,
 /// driven by the connection's events.

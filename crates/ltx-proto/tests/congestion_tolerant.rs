@@ -1,4 +1,4 @@
-//! Ctcp's behaviour: start-up on a long fat path, indifference to random
+//! Tolerant's behaviour: start-up on a long fat path, indifference to random
 //! loss on an empty queue, the Coded TCP back-off on a standing queue, and one
 //! ECN response per round trip.
 
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use ltx_proto::congestion::{Controller, Ctcp, CtcpConfig, Pacer};
+use ltx_proto::congestion::{Controller, Pacer, Tolerant, TolerantConfig};
 use ltx_proto::rtt::RttEstimator;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -33,13 +33,13 @@ struct Trace {
     startup_ended: Option<Duration>,
 }
 
-/// Runs Ctcp over `path` for `duration`, sending whenever window and pacer
+/// Runs Tolerant over `path` for `duration`, sending whenever window and pacer
 /// allow; ACKs return one propagation RTT after the bottleneck served the
 /// packet, so they come back spaced at the bottleneck rate.
-fn run(path: &PathModel, config: &CtcpConfig, duration: Duration, seed: u64) -> Trace {
+fn run(path: &PathModel, config: &TolerantConfig, duration: Duration, seed: u64) -> Trace {
     let epoch = Instant::now();
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut cc = Ctcp::new(Arc::new(config.clone()), epoch, MTU);
+    let mut cc = Tolerant::new(Arc::new(config.clone()), epoch, MTU);
     let mut rtt = RttEstimator::new(Duration::from_millis(333));
     let mut pacer = Pacer::new(MTU);
     // (arrival of the ACK or of the loss report, sent, lost)
@@ -116,7 +116,12 @@ fn startup_reaches_the_bdp_within_three_rtts() {
     for (loss, seed) in [(0.0, 1u64), (0.05, 2), (0.2, 3), (0.3, 4)] {
         let path = long_fat(loss);
         let bdp = path.rate * path.rtt_min.as_secs_f64();
-        let trace = run(&path, &CtcpConfig::default(), Duration::from_secs(12), seed);
+        let trace = run(
+            &path,
+            &TolerantConfig::default(),
+            Duration::from_secs(12),
+            seed,
+        );
         let reached = trace
             .windows
             .iter()
@@ -148,7 +153,7 @@ fn startup_reaches_the_bdp_within_three_rtts() {
 }
 
 /// When the window first reaches 0.8 × BDP.
-fn time_to_bdp(path: &PathModel, config: &CtcpConfig, seed: u64) -> Duration {
+fn time_to_bdp(path: &PathModel, config: &TolerantConfig, seed: u64) -> Duration {
     let bdp = path.rate * path.rtt_min.as_secs_f64();
     run(path, config, Duration::from_secs(6), seed)
         .windows
@@ -161,10 +166,10 @@ fn time_to_bdp(path: &PathModel, config: &CtcpConfig, seed: u64) -> Duration {
 fn a_rate_hint_fills_the_path_from_the_first_flight_and_without_it_after_the_first_acks() {
     for (loss, seed) in [(0.0, 11u64), (0.1, 12), (0.3, 13)] {
         let path = long_fat(loss);
-        let mut hinted = CtcpConfig::default();
+        let mut hinted = TolerantConfig::default();
         hinted.rate_hint(Some(path.rate as u64));
         let with_hint = time_to_bdp(&path, &hinted, seed);
-        let without = time_to_bdp(&path, &CtcpConfig::default(), seed);
+        let without = time_to_bdp(&path, &TolerantConfig::default(), seed);
         // Before any acknowledgement can return, only the hint (and the
         // handshake's RTT sample) can size the window.
         assert!(
@@ -182,18 +187,18 @@ const RTT_MIN: Duration = Duration::from_millis(100);
 
 /// A controller in congestion avoidance with a window of `packets`
 /// datagrams, its RTT estimator at `RTT_MIN`, and the time it got there.
-fn in_avoidance(epoch: Instant, packets: u64) -> (Ctcp, RttEstimator, Instant) {
-    in_avoidance_with(epoch, packets, CtcpConfig::default())
+fn in_avoidance(epoch: Instant, packets: u64) -> (Tolerant, RttEstimator, Instant) {
+    in_avoidance_with(epoch, packets, TolerantConfig::default())
 }
 
 /// [`in_avoidance`] with a configuration of the caller's.
 fn in_avoidance_with(
     epoch: Instant,
     packets: u64,
-    mut config: CtcpConfig,
-) -> (Ctcp, RttEstimator, Instant) {
+    mut config: TolerantConfig,
+) -> (Tolerant, RttEstimator, Instant) {
     config.initial_window_packets(packets);
-    let mut cc = Ctcp::new(Arc::new(config), epoch, MTU);
+    let mut cc = Tolerant::new(Arc::new(config), epoch, MTU);
     let mut rtt = RttEstimator::new(Duration::from_millis(333));
     rtt.update(Duration::ZERO, RTT_MIN);
     // A loss above the baseline ends start-up; with no rate sample and the
@@ -209,7 +214,7 @@ fn in_avoidance_with(
 /// is sent at an even spacing and acknowledged (or, with probability `loss`, declared lost)
 /// one `rtt_of_round` later. Returns the window after each round.
 fn drive(
-    cc: &mut Ctcp,
+    cc: &mut Tolerant,
     rtt: &mut RttEstimator,
     start: Instant,
     rounds: u32,
@@ -300,7 +305,7 @@ fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
     // before any loss, and the ACK pattern below (a fifth of the window
     // acknowledged in two round trips) would bring the delivery cap down.
     let epoch = Instant::now();
-    let mut config = CtcpConfig::default();
+    let mut config = TolerantConfig::default();
     config.queue_target(None).delivery_cap(None);
     let (mut cc, mut rtt, now) = in_avoidance_with(epoch, 1000, config);
     let start = cc.window();
@@ -395,7 +400,7 @@ fn ecn_cuts_once_per_round_trip_not_per_mark() {
 #[test]
 fn random_loss_does_not_end_startup_but_congestion_does() {
     let epoch = Instant::now();
-    let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), epoch, MTU);
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), epoch, MTU);
     let mut rtt = RttEstimator::new(Duration::from_millis(333));
     rtt.update(Duration::ZERO, RTT_MIN);
     let now = epoch + RTT_MIN;
@@ -407,7 +412,7 @@ fn random_loss_does_not_end_startup_but_congestion_does() {
     cc.on_loss(now, epoch, PKT, true, &rtt);
     assert!(!cc.in_startup());
 
-    let mut cc = Ctcp::new(Arc::new(CtcpConfig::default()), epoch, MTU);
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), epoch, MTU);
     cc.on_ecn_ce(now, epoch, 1, &rtt);
     assert!(!cc.in_startup());
     assert_eq!(cc.window(), cc.initial_window() * 8 / 10);
@@ -427,7 +432,7 @@ fn a_standing_queue_above_the_target_is_drained_without_a_loss() {
     );
 
     // Coded TCP's own rule waits for a loss.
-    let mut config = CtcpConfig::default();
+    let mut config = TolerantConfig::default();
     config.queue_target(None);
     let (mut faithful, mut rtt, now) = in_avoidance_with(epoch, 200, config);
     let windows = drive(&mut faithful, &mut rtt, now, 4, RTT_MIN * 3 / 2, 0.0, 0x20);
@@ -476,7 +481,7 @@ fn a_delivery_cap_bounds_a_window_whose_packets_nearly_all_vanish() {
         uncapped.iter().all(|&w| w >= 400 * PKT),
         "without a cap: {uncapped:?}"
     );
-    let mut config = CtcpConfig::default();
+    let mut config = TolerantConfig::default();
     config.delivery_cap(Some(2.5));
     let (mut capped, mut rtt, now) = in_avoidance_with(epoch, 400, config);
     let windows = drive(&mut capped, &mut rtt, now, 12, RTT_MIN, 0.98, 0x30);
@@ -500,7 +505,7 @@ fn a_fast_path_leaves_startup_at_its_bandwidth_delay_product() {
             loss: 0.0,
         };
         let bdp = path.rate * path.rtt_min.as_secs_f64();
-        let trace = run(&path, &CtcpConfig::default(), path.rtt_min * 40, seed);
+        let trace = run(&path, &TolerantConfig::default(), path.rtt_min * 40, seed);
         let ended = trace.startup_ended.unwrap_or(Duration::MAX);
         assert!(
             ended <= path.rtt_min * 10,

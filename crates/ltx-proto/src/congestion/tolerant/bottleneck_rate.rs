@@ -1,0 +1,246 @@
+//! The bottleneck's rate as start-up reads it from the spacing of ACKs:
+//! trains of ACKs, packet pairs, and how much a round's RTT samples jitter
+//! (which says whether the spacing can be trusted). The reasoning is in
+//! `docs/design/start-up.md`.
+
+use std::time::{Duration, Instant};
+
+/// A train of ACKs in start-up: ACKs with no gap longer than a quarter of
+/// RTTmin between them, whose spacing is the bottleneck's.
+#[derive(Debug, Clone)]
+pub(super) struct Train {
+    pub(super) first: Instant,
+    /// When the packet of the first ACK was sent: a lost packet sent after
+    /// it had its slot inside the train.
+    pub(super) first_sent: Instant,
+    pub(super) last: Instant,
+    pub(super) acks: u64,
+    /// ACKs and losses: the packets whose slots the train spans.
+    pub(super) packets: u64,
+    /// Bytes acknowledged or declared lost after the first ACK: dispersion
+    /// counts the gaps, and a lost packet took its slot at the bottleneck.
+    pub(super) bytes_after_first: u64,
+    /// Of those, the bytes acknowledged: what certainly went through.
+    pub(super) acked_after_first: u64,
+}
+
+impl Train {
+    /// `bytes` over the train's span, once it spans at least 4 packets, 2
+    /// of them acknowledged, and [`MIN_PAIR_GAP`].
+    fn rate_of(&self, bytes: u64) -> Option<u64> {
+        let span = self.last.saturating_duration_since(self.first).as_nanos();
+        if self.packets < 4 || self.acks < 2 || span < MIN_PAIR_GAP.as_nanos() {
+            return None;
+        }
+        let rate = u128::from(bytes) * 1_000_000_000 / span;
+        Some(u64::try_from(rate).unwrap_or(u64::MAX))
+    }
+
+    /// The bottleneck's rate as the train shows it: every slot it spans,
+    /// lost packets' included — but no more than [`TRAIN_OVER_ACKED`] times
+    /// the acknowledged rate: random loss takes a bounded share of a train,
+    /// while a queue that overflows drops without bound, and counting
+    /// those drops would read the sender's own rate as the path's.
+    pub(super) fn rate(&self) -> Option<u64> {
+        let counted = self.rate_of(self.bytes_after_first)?;
+        let acked = self.acked_rate()?;
+        Some(counted.min((acked as f64 * TRAIN_OVER_ACKED) as u64))
+    }
+
+    /// The rate of what was acknowledged alone: below the bottleneck's by
+    /// the loss rate, and never above it, however the ACKs bunch.
+    pub(super) fn acked_rate(&self) -> Option<u64> {
+        self.rate_of(self.acked_after_first)
+    }
+}
+
+/// How far above its acknowledged rate a train's rate may go: as far as the
+/// loss a path may have, at most half its packets in random loss, and a
+/// burst of loss at a train's end lengthens it no more.
+pub(super) const TRAIN_OVER_ACKED: f64 = 3.0;
+
+/// ACKs that arrive at one instant, for packet-pair dispersion.
+#[derive(Debug, Clone, Copy)]
+struct AckGroup {
+    at: Instant,
+    bytes: u64,
+    first_sent: Instant,
+    last_sent: Instant,
+}
+
+/// Bottleneck rate from the spacing of ACKs of packets sent back to back:
+/// two packets that left together arrive as far apart as the bottleneck
+/// takes to send the second. Each pair of consecutive ACK groups whose
+/// packets left much closer together than the ACKs came back is one
+/// sample; a round's median is robust to losses (a gap looks slow) and to
+/// ACK compression (a burst looks fast).
+#[derive(Debug, Clone, Default)]
+pub(super) struct PairDispersion {
+    previous: Option<AckGroup>,
+    current: Option<AckGroup>,
+    samples: Vec<PairSample>,
+    /// How many samples the round had when `early_median` last gave a rate.
+    early_samples: usize,
+}
+
+/// One pair sample: the bytes that crossed the bottleneck between two ACK
+/// groups, over the time between them. Packets sent in between that were
+/// lost took their slots too; they are declared lost a few ACKs later and
+/// added then, until the round's median is taken.
+#[derive(Debug, Clone, Copy)]
+struct PairSample {
+    ack_gap: Duration,
+    bytes: u64,
+    /// The send times the sample spans: after `after`, up to `through`.
+    after: Instant,
+    through: Instant,
+}
+
+impl PairSample {
+    /// Whether a packet sent at `sent` took its slot in this sample's gap.
+    fn spans(&self, sent: Instant) -> bool {
+        (sent > self.after && sent <= self.through) || sent == self.through
+    }
+
+    fn rate(&self) -> u64 {
+        let rate = u128::from(self.bytes) * 1_000_000_000 / self.ack_gap.as_nanos().max(1);
+        u64::try_from(rate).unwrap_or(u64::MAX)
+    }
+}
+
+/// The shortest time a pair sample spans: real endpoints read and answer
+/// datagrams in batches, which moves an ACK by up to a few hundred
+/// microseconds, so shorter spans measure the batching, not the path.
+pub(super) const MIN_PAIR_GAP: Duration = Duration::from_micros(500);
+
+/// Pair samples that give a rate as soon as they are in.
+pub(super) const EARLY_PAIR_SAMPLES: usize = 4;
+
+/// Samples a round needs before its median is trusted.
+const MIN_PAIR_SAMPLES: usize = 4;
+
+impl PairDispersion {
+    pub(super) fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64) {
+        let previous_at = self.previous.map(|p| p.at);
+        match &mut self.current {
+            // ACKs at one instant are one group; so are ACKs until the group
+            // spans MIN_PAIR_GAP from the one before, so that a sample is
+            // never the jitter of a receiver or a sender that reads and
+            // acknowledges datagrams in batches.
+            Some(group)
+                if group.at == now
+                    || previous_at
+                        .is_some_and(|p| group.at.saturating_duration_since(p) < MIN_PAIR_GAP) =>
+            {
+                group.at = now;
+                group.bytes = group.bytes.saturating_add(bytes);
+                group.first_sent = group.first_sent.min(sent);
+                group.last_sent = group.last_sent.max(sent);
+                return;
+            }
+            _ => {}
+        }
+        self.close_group();
+        self.current = Some(AckGroup {
+            at: now,
+            bytes,
+            first_sent: sent,
+            last_sent: sent,
+        });
+    }
+
+    /// A packet sent at `sent` was declared lost: it took its slot at the
+    /// bottleneck in the gap of a sample whose packets it left among, and its
+    /// bytes count there (at a high loss rate, leaving them out would read
+    /// the bottleneck as slower by the share of slots lost). Of the samples
+    /// that span its send time, the newest: packets sent at one instant
+    /// cannot be told apart by it, and a loss is declared a few packets after
+    /// its slot, so the newest sample is the nearest.
+    pub(super) fn on_loss(&mut self, sent: Instant, bytes: u64) {
+        if let Some(sample) = self.samples.iter_mut().rev().find(|s| s.spans(sent)) {
+            sample.bytes = sample.bytes.saturating_add(bytes);
+        }
+    }
+
+    fn close_group(&mut self) {
+        let Some(group) = self.current.take() else {
+            return;
+        };
+        if let Some(previous) = self.previous {
+            let ack_gap = group.at.saturating_duration_since(previous.at);
+            let send_gap = group
+                .last_sent
+                .saturating_duration_since(previous.last_sent);
+            if ack_gap >= MIN_PAIR_GAP && send_gap < ack_gap / 4 {
+                self.samples.push(PairSample {
+                    ack_gap,
+                    bytes: group.bytes,
+                    after: previous.last_sent,
+                    through: group.last_sent,
+                });
+            }
+        }
+        self.previous = Some(group);
+    }
+
+    /// The median sample of the round, and a new round.
+    pub(super) fn take_median(&mut self) -> Option<u64> {
+        self.close_group();
+        let median = self.median();
+        self.samples.clear();
+        self.early_samples = 0;
+        median
+    }
+
+    /// The median of the round's samples so far, once it has
+    /// [`EARLY_PAIR_SAMPLES`] more than when this last gave one.
+    pub(super) fn early_median(&mut self) -> Option<u64> {
+        if self.samples.len() < self.early_samples + EARLY_PAIR_SAMPLES {
+            return None;
+        }
+        self.early_samples = self.samples.len();
+        self.median()
+    }
+
+    fn median(&self) -> Option<u64> {
+        if self.samples.len() < MIN_PAIR_SAMPLES {
+            return None;
+        }
+        let mut rates: Vec<u64> = self.samples.iter().map(PairSample::rate).collect();
+        rates.sort_unstable();
+        Some(rates[rates.len() / 2])
+    }
+}
+
+/// How much a start-up round's RTT samples wander beyond what its own
+/// sending explains. Packets sent together come back with RTTs that grow by
+/// the bottleneck's spacing along the train, so the spread of the samples,
+/// less the span of the ACKs, is the jitter of the path and of the
+/// receiver's acknowledging: where it is large, ACK spacing says little of
+/// the bottleneck.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct RoundJitter {
+    /// The first and last ACK of the round.
+    acks: Option<(Instant, Instant)>,
+    /// The smallest and largest RTT sample of the round.
+    samples: Option<(Duration, Duration)>,
+}
+
+impl RoundJitter {
+    pub(super) fn on_ack(&mut self, now: Instant, sample: Duration) {
+        self.acks = Some(self.acks.map_or((now, now), |(first, _)| (first, now)));
+        self.samples = Some(self.samples.map_or((sample, sample), |(lo, hi)| {
+            (lo.min(sample), hi.max(sample))
+        }));
+    }
+
+    /// The jitter seen so far this round.
+    pub(super) fn jitter(&self) -> Duration {
+        match (self.acks, self.samples) {
+            (Some((first, last)), Some((lo, hi))) => {
+                (hi - lo).saturating_sub(last.saturating_duration_since(first))
+            }
+            _ => Duration::ZERO,
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! The controller's unit tests: one behaviour each, in virtual time.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::bottleneck_rate::PairDispersion;
+use super::*;
+
+const MTU: u16 = 1200;
+
+fn rtt_of(min_ms: u64, smoothed_ms: u64) -> RttEstimator {
+    let mut rtt = RttEstimator::new(Duration::from_millis(min_ms));
+    rtt.update(Duration::ZERO, Duration::from_millis(min_ms));
+    for _ in 0..200 {
+        rtt.update(Duration::ZERO, Duration::from_millis(smoothed_ms));
+    }
+    rtt
+}
+
+#[test]
+fn the_default_leaves_random_loss_on_an_empty_queue_alone() {
+    // ltx's addition to the Coded TCP rule: random loss on an empty
+    // queue costs nothing (the seed's rule alone would back off).
+    let start = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    assert_eq!(cc.name(), "ltx");
+    cc.in_startup = false;
+    cc.window = 100 * 1200;
+    let rtt = rtt_of(100, 105);
+    for i in 0..10u32 {
+        let at = start + Duration::from_millis(100 + u64::from(i));
+        cc.on_ack(at, at - Duration::from_millis(100), 1200, false, &rtt);
+    }
+    let before = cc.window();
+    let at = start + Duration::from_millis(300);
+    cc.on_loss(at, at - Duration::from_millis(100), 1200, false, &rtt);
+    assert_eq!(cc.window(), before);
+}
+
+#[test]
+fn the_probe_burst_fits_half_a_small_path() {
+    // (bottleneck rate in bytes per second over 50 ms, probe burst);
+    // a datagram is 1200 bytes.
+    for (rate, burst) in [(250_000, 5), (100_000, 2), (10_000_000, 10)] {
+        let start = Instant::now();
+        let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+        let rtt = rtt_of(50, 50);
+        cc.max_rate = Some(rate);
+        cc.startup.settled_rate = Some(rate);
+        cc.startup.round_start = Some(start);
+        // The first ACK of a packet sent after the round began starts
+        // the next round, with its probe burst.
+        let now = start + Duration::from_millis(60);
+        cc.on_ack(now, start + Duration::from_millis(10), 1200, false, &rtt);
+        assert!(cc.in_startup(), "rate {rate}");
+        assert_eq!(
+            cc.startup.burst_left,
+            burst,
+            "rate {rate}: BDP {:?}",
+            cc.bdp(&rtt)
+        );
+    }
+}
+
+#[test]
+fn the_first_flight_is_paced_where_the_handshake_reads_a_small_path() {
+    // 50 ms; a datagram is 1200 bytes, the initial window 32 of them
+    // (38 400 bytes). (rate read by the handshake, bytes per second;
+    // pacing rate of the first flight; its burst in datagrams, None
+    // where the pacer's own bucket of ten is no more).
+    let cases = [
+        // A product of 8 datagrams: paced, a burst of 5 (enough for
+        // four pair samples, though more than half the product).
+        (192_000, Some(192_000), Some(5)),
+        // 25 datagrams: paced, the pacer's burst.
+        (600_000, Some(600_000), None),
+        // 42 datagrams hold the window: sent at once, as without a
+        // reading.
+        (1_000_000, None, None),
+    ];
+    for (rate, paced, burst) in cases {
+        let start = Instant::now();
+        let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+        let rtt = rtt_of(50, 50);
+        assert!(cc.reads_handshake_spacing());
+        cc.on_handshake_spacing(start, rate, &rtt);
+        let expected = paced.or(Some(u64::MAX));
+        assert_eq!(cc.pacing_rate(&rtt), expected, "rate {rate}");
+        assert_eq!(
+            cc.pacing_burst(&rtt),
+            burst.map(|d| d * 1200),
+            "rate {rate}"
+        );
+    }
+}
+
+#[test]
+fn a_random_loss_on_a_short_queue_cuts_to_the_path_and_two_datagrams() {
+    // (window in datagrams, RTT in ms over a minimum of 100, whether
+    // the loss is above the baseline, most datagrams kept over the cut;
+    // never more than a ninth of what the cut left).
+    let cases = [
+        // A queue within the target: two datagrams for the ACK clock.
+        (100, 115, false, 2.0),
+        // Not for congestion.
+        (100, 115, true, 0.0),
+        // A small window keeps less.
+        (10, 115, false, 2.0),
+        // A queue past the target: nothing kept.
+        (100, 200, false, 0.0),
+    ];
+    let start = Instant::now();
+    for (window, rtt_ms, above_baseline, kept) in cases {
+        let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+        cc.in_startup = false;
+        cc.window = window * 1200;
+        let rtt = rtt_of(100, rtt_ms);
+        // Two rounds of ACKs: a queue past the target drains in the
+        // first (and not again for three round trips), so the loss
+        // meets the queue the second shows.
+        for round in [300, 400] {
+            for i in 0..10 {
+                let at = start + Duration::from_millis(round + i);
+                cc.on_ack(at, at - Duration::from_millis(50), 1200, false, &rtt);
+            }
+        }
+        let before = cc.window() as f64;
+        let at = start + Duration::from_millis(500);
+        cc.on_loss(
+            at,
+            at - Duration::from_millis(100),
+            1200,
+            above_baseline,
+            &rtt,
+        );
+        let factor = (100.0 / rtt_ms as f64).min(if above_baseline { 0.85 } else { 1.0 });
+        let cut = before * factor;
+        let want = cut + (kept * 1200.0_f64).min(cut / 9.0);
+        let got = cc.window() as f64;
+        assert!(
+            (got - want).abs() <= 2.0,
+            "window {window}, RTT {rtt_ms} ms, above baseline {above_baseline}: \
+             window {got}, want {want}"
+        );
+    }
+}
+
+#[test]
+fn a_rounds_later_pairs_replace_the_rate_its_first_pairs_read() {
+    // A first flight of 32 datagrams meets an empty bottleneck for its
+    // first 8 (ACKs 200 µs apart: 6 MB/s), then three other flows'
+    // flights, and its datagrams take every fourth slot (800 µs apart).
+    let start = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    let mut rtt = RttEstimator::new(Duration::from_millis(100));
+    let mut at = start + Duration::from_millis(100);
+    let mut first_read = None;
+    for i in 0..32u32 {
+        at += Duration::from_micros(if i < 8 { 200 } else { 800 });
+        rtt.update(Duration::ZERO, at - start);
+        cc.on_ack(at, start, 1200, false, &rtt);
+        first_read = first_read.or(cc.max_delivery_rate());
+    }
+    let first = first_read.expect("a rate from the first pairs");
+    assert!((4_000_000..=7_000_000).contains(&first), "first {first}");
+    let rate = cc.max_delivery_rate().expect("a rate");
+    assert!((1_300_000..=1_800_000).contains(&rate), "rate {rate}");
+    // The window follows: one bandwidth-delay product at the later rate
+    // (with the probe burst), not at the first.
+    assert!(cc.window() < 300_000, "window {}", cc.window());
+}
+
+/// A burst of 64 datagrams sent at one instant crosses a bottleneck
+/// that takes `gap` per datagram and loses every `lose`-th one after
+/// it; the ACKs of the others come back spaced by the bottleneck, and
+/// each loss is declared three datagrams later, as packet-threshold
+/// detection does. Returns the pairs' median.
+fn burst_through_lossy_bottleneck(lose: Option<u64>) -> u64 {
+    let start = Instant::now();
+    let sent = start;
+    let gap = Duration::from_micros(200);
+    let mut pairs = PairDispersion::default();
+    let mut lost = Vec::new();
+    for i in 0..64u64 {
+        let at = start + Duration::from_millis(100) + gap * (i as u32);
+        if lose.is_some_and(|k| i % k == k - 1) {
+            lost.push(i);
+        } else {
+            pairs.on_ack(at, sent, 1200);
+        }
+        // Losses three slots back are declared by this ACK.
+        if let Some(pos) = lost.iter().position(|&l| l + 3 == i) {
+            lost.remove(pos);
+            pairs.on_loss(sent, 1200);
+        }
+    }
+    pairs.take_median().expect("enough samples")
+}
+
+#[test]
+fn pair_samples_count_the_slots_of_lost_packets() {
+    // 1200 bytes per 200 µs: 6 MB/s.
+    let clean = burst_through_lossy_bottleneck(None);
+    assert!((5_900_000..=6_100_000).contains(&clean), "{clean}");
+    // Every other packet lost after the bottleneck: its slot still
+    // spaced the ACKs. Without counting lost slots the median read
+    // about half the rate.
+    for lose in [2, 3, 5] {
+        let median = burst_through_lossy_bottleneck(Some(lose));
+        assert!(
+            (5_000_000..=7_200_000).contains(&median),
+            "one in {lose} lost: {median}"
+        );
+    }
+}
