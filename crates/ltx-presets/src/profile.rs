@@ -18,7 +18,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use ltx_proto::congestion::{ControllerFactory, TolerantConfig};
-use ltx_proto::recovery::{RedundancyConfig, SchemeFactory, SlidingWindowFactory};
+use ltx_proto::recovery::{SchemeFactory, SlidingWindowFactory};
+use ltx_proto::RedundancyConfig;
 use ltx_proto::TransportConfig;
 
 use crate::congestion::{

@@ -10,9 +10,10 @@ use ltx_presets::recovery::{
     BlockConfig, BlockScheme, DfecConfig, DfecScheme, WholeBlockConfig, WholeBlockScheme,
 };
 use ltx_proto::recovery::{
-    Feedback, Flight, Horizon, LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme,
-    RepairPlan, RepairRange, RepairReason, SchemeFactory, SlidingWindowFactory,
+    Feedback, Horizon, LossEstimate, RedundancyScheme, RepairPlan, RepairRange, RepairReason,
+    SlidingWindow,
 };
+use ltx_proto::RedundancyConfig;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -237,7 +238,7 @@ fn lt_tcp_sizes_pfec_from_the_loss_estimate() {
     let low = per_block(0.05);
     let high = per_block(0.2);
     // The default policy's quantile over a window of one block.
-    let policy = RedundancyPolicy::default();
+    let policy = SlidingWindow::default();
     for (windows, rate) in [(&low, 0.05), (&high, 0.2)] {
         let want = (64.0 * policy.proactive_ratio_over(&iid(rate), 64)).floor() as usize;
         assert_eq!(windows.len(), want, "rate {rate}");
@@ -540,70 +541,4 @@ fn fectcp_recovers_the_block_from_any_sufficient_subset() {
             );
         }
     }
-}
-
-// ---- the default ----
-
-#[test]
-fn the_default_scheme_is_the_sliding_window_policy() {
-    let mut scheme = SlidingWindowFactory.build(&RedundancyConfig::default(), 16_384);
-    assert_eq!(scheme.name(), "sliding-window");
-    let estimate = iid(0.2);
-    let ratio = RedundancyPolicy::default().proactive_ratio_for(&estimate, &HORIZON);
-    let credit = scheme.credit_after_source(SymbolId(0), 0.5, &estimate, &HORIZON);
-    assert_eq!(credit, (0.5 + ratio).min(ratio.max(1.0) * 4.0));
-    let plan = scheme
-        .plan_repair(RepairReason::Proactive, &range(100, 1000))
-        .unwrap();
-    assert_eq!(plan.window, Window::new(SymbolId(744), 256));
-    let mut wide = range(100, 1000);
-    wide.peer_end = SymbolId(600);
-    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
-    assert_eq!(plan.window, Window::new(SymbolId(100), 500));
-}
-
-#[test]
-fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
-    let estimate = iid(0.2);
-    let mut wide = range(100, 1000);
-    wide.peer_end = SymbolId(600);
-    let covered = |rtt_ms| Feedback {
-        deficit: 10,
-        settled: 10,
-        repairs_in_flight: 0,
-        sent_since_report: 0,
-        horizon: HORIZON,
-        decoded_through: SymbolId(100),
-        covered: Some(Flight {
-            sources: 0,
-            repairs: 0,
-            rtt: Duration::from_millis(rtt_ms),
-            at_stake: 0,
-        }),
-    };
-    // 20 ms, a cheap round trip (240 ms and less): 10 / 0.8 = 12.5, to the
-    // nearest, and each repair reaches the newest symbol sent, since the
-    // count is for the flight's losses too.
-    let mut scheme = SlidingWindowFactory.build(&RedundancyConfig::default(), 16_384);
-    assert_eq!(scheme.reactive_repairs(&covered(20), &estimate), 13);
-    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
-    assert_eq!(plan.window, Window::new(SymbolId(100), 900));
-    // 600 ms: rounded up, and the repairs stop at what the peer reported,
-    // so that its first gaps do not wait for the flight's.
-    assert_eq!(scheme.reactive_repairs(&covered(600), &estimate), 13);
-    let one_short = Feedback {
-        deficit: 1,
-        ..covered(600)
-    };
-    assert_eq!(scheme.reactive_repairs(&one_short, &estimate), 2);
-    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
-    assert_eq!(plan.window, Window::new(SymbolId(100), 500));
-    // Without a covered flight the answer stops at the report as well.
-    let uncovered = Feedback {
-        covered: None,
-        ..covered(20)
-    };
-    assert!(scheme.reactive_repairs(&uncovered, &estimate) > 0);
-    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
-    assert_eq!(plan.window, Window::new(SymbolId(100), 500));
 }

@@ -37,7 +37,9 @@ pub mod recovery;
 pub mod rtt;
 pub mod wire;
 
-pub use config::{AcceptConfig, ConfigError, RepairSettings, RetryPolicy, TransportConfig};
+pub use config::{
+    AcceptConfig, ConfigError, RedundancyConfig, RepairSettings, RetryPolicy, TransportConfig,
+};
 pub use connection::{
     symbol_size, Connection, ConnectionStats, EcnCodepoint, ReadOutcome, StreamError, Transmit,
     AMPLIFICATION_FACTOR,

@@ -42,9 +42,8 @@ use ltx_coding::SymbolId;
 use ltx_proto::recovery::{
     window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason,
 };
-use ltx_proto::recovery::{
-    LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme, SchemeFactory,
-};
+use ltx_proto::recovery::{LossEstimate, RedundancyScheme, SchemeFactory, SlidingWindow};
+use ltx_proto::RedundancyConfig;
 
 /// How a block's proactive repairs are sized from the loss estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -116,7 +115,7 @@ struct Block {
 pub struct BlockScheme {
     config: BlockConfig,
     /// The default policy, for the quantile sizing and the reactive formula.
-    policy: RedundancyPolicy,
+    policy: SlidingWindow,
     /// Blocks not yet decoded by the peer, by index.
     blocks: BTreeMap<u64, Block>,
     /// Packets in flight: their block and what they carried.
@@ -136,7 +135,7 @@ impl BlockScheme {
                 source: config.source.max(1),
                 ..config
             },
-            policy: RedundancyPolicy::new(redundancy),
+            policy: SlidingWindow::new(redundancy),
             blocks: BTreeMap::new(),
             packets: BTreeMap::new(),
             owed: VecDeque::new(),

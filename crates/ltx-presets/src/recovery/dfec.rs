@@ -42,9 +42,8 @@ use ltx_coding::codec::Code;
 use ltx_coding::{SymbolId, Window};
 
 use ltx_proto::recovery::{gap_window, Feedback, Horizon, RepairPlan, RepairRange, RepairReason};
-use ltx_proto::recovery::{
-    LossEstimate, RedundancyConfig, RedundancyPolicy, RedundancyScheme, SchemeFactory,
-};
+use ltx_proto::recovery::{LossEstimate, RedundancyScheme, SchemeFactory, SlidingWindow};
+use ltx_proto::RedundancyConfig;
 
 /// The configuration of a [`DfecScheme`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -141,7 +140,7 @@ pub enum GroupOutcome {
 pub struct DfecScheme {
     config: DfecConfig,
     /// For the reactive answer.
-    policy: RedundancyPolicy,
+    policy: SlidingWindow,
     ratio: f64,
     fec_window: u64,
     parity_in_flight: u64,
@@ -164,7 +163,7 @@ impl DfecScheme {
     pub fn new(config: DfecConfig, redundancy: RedundancyConfig) -> DfecScheme {
         DfecScheme {
             config,
-            policy: RedundancyPolicy::new(redundancy),
+            policy: SlidingWindow::new(redundancy),
             ratio: config
                 .initial_ratio
                 .clamp(config.min_ratio, config.max_ratio),

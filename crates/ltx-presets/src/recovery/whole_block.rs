@@ -51,7 +51,8 @@ use ltx_coding::SymbolId;
 use ltx_proto::recovery::{
     window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason,
 };
-use ltx_proto::recovery::{LossEstimate, RedundancyConfig, RedundancyScheme, SchemeFactory};
+use ltx_proto::recovery::{LossEstimate, RedundancyScheme, SchemeFactory};
+use ltx_proto::RedundancyConfig;
 
 /// Repairs owed at the tail of a block: more than any window holds, so that
 /// the sender sends repairs until BACK, as the congestion window allows.

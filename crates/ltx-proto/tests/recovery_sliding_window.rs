@@ -1,9 +1,14 @@
-//! The redundancy policy: what it asks for, and whether that does what the
-//! target residual promises.
+//! The sliding-window policy: what it asks for, whether that does what the
+//! target residual promises, and the windows its repairs cover.
 
 use std::time::Duration;
 
-use ltx_proto::recovery::{Flight, Horizon, LossEstimate, RedundancyConfig, RedundancyPolicy};
+use ltx_coding::{SymbolId, Window};
+use ltx_proto::recovery::{
+    Feedback, Flight, Horizon, LossEstimate, RepairRange, RepairReason, SchemeFactory,
+    SlidingWindow, SlidingWindowFactory,
+};
+use ltx_proto::RedundancyConfig;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -43,7 +48,7 @@ fn bursty(p: f64, burst: f64) -> LossEstimate {
 
 #[test]
 fn clean_path_pays_nothing() {
-    let policy = RedundancyPolicy::default();
+    let policy = SlidingWindow::default();
     let clean = LossEstimate::CLEAN;
     assert_eq!(policy.proactive_ratio_for(&clean, &LONG), 0.0);
     let flight = Flight {
@@ -61,7 +66,7 @@ fn clean_path_pays_nothing() {
 
 #[test]
 fn proactive_ratio_is_monotonic_in_rate() {
-    let policy = RedundancyPolicy::default();
+    let policy = SlidingWindow::default();
     let mut last = 0.0;
     for i in 1..=90 {
         let p = i as f64 / 100.0;
@@ -81,7 +86,7 @@ fn twenty_percent_iid_is_efficient() {
     // Wire overhead target ≤ 1.08/(1−p): with the 4 % the header and the
     // acknowledgements take, the ratio must stay ≤ 0.29 once the estimate
     // is mature.
-    let ratio = RedundancyPolicy::default().proactive_ratio_for(&iid(0.2), &LONG);
+    let ratio = SlidingWindow::default().proactive_ratio_for(&iid(0.2), &LONG);
     assert!((0.25..=0.29).contains(&ratio), "{ratio}");
 }
 
@@ -91,7 +96,7 @@ fn twenty_percent_iid_is_efficient() {
 /// the round trip it would spare.
 #[test]
 fn bursty_loss_widens_blocks_and_leaves_spans_to_feedback() {
-    let policy = RedundancyPolicy::default();
+    let policy = SlidingWindow::default();
     for p in [0.05, 0.1, 0.2, 0.3] {
         let block = policy.proactive_ratio_over(&iid(p), 32);
         let residual = policy.residual_for(&iid(p), &LONG);
@@ -106,7 +111,7 @@ fn bursty_loss_widens_blocks_and_leaves_spans_to_feedback() {
 
 #[test]
 fn reactive_repairs_cover_the_deficit() {
-    let policy = RedundancyPolicy::new(RedundancyConfig {
+    let policy = SlidingWindow::new(RedundancyConfig {
         reactive_margin: 0.1,
         reactive_extra: 1,
         ..RedundancyConfig::default()
@@ -129,7 +134,7 @@ fn reactive_repairs_cover_the_deficit() {
 /// short far more often (it is not oversized).
 #[test]
 fn monte_carlo_tail_covers_the_last_symbols() {
-    let policy = RedundancyPolicy::default();
+    let policy = SlidingWindow::default();
     for (i, p) in [0.05, 0.2, 0.3].into_iter().enumerate() {
         let seed = 0x7A11 + i as u64;
         let mut rng = SmallRng::seed_from_u64(seed);
@@ -187,7 +192,7 @@ fn monte_carlo_tail_covers_the_last_symbols() {
 #[test]
 fn monte_carlo_residual_near_target() {
     let config = RedundancyConfig::default();
-    let policy = RedundancyPolicy::new(config);
+    let policy = SlidingWindow::new(config);
     for (i, p) in [0.05, 0.2].into_iter().enumerate() {
         let seed = 0x3C00 + i as u64;
         let mut rng = SmallRng::seed_from_u64(seed);
@@ -216,7 +221,7 @@ fn monte_carlo_residual_near_target() {
 #[test]
 fn monte_carlo_residual_on_a_short_path() {
     let config = RedundancyConfig::default();
-    let policy = RedundancyPolicy::new(config);
+    let policy = SlidingWindow::new(config);
     let short = Horizon {
         span: 256,
         rtt: Duration::from_millis(100),
@@ -243,4 +248,85 @@ fn monte_carlo_residual_on_a_short_path() {
             "seed {seed:#x}, p {p}: {residual} of spans short, asked {target}"
         );
     }
+}
+
+// ---- the scheme, as the connection drives it ----
+
+/// The sliding window's span and a short round trip.
+const HORIZON: Horizon = Horizon {
+    span: 256,
+    rtt: Duration::from_millis(100),
+};
+
+fn range(oldest: u64, next: u64) -> RepairRange {
+    RepairRange {
+        oldest: SymbolId(oldest),
+        next: SymbolId(next),
+        peer_end: SymbolId(0),
+        max_span: 256,
+    }
+}
+
+#[test]
+fn the_default_scheme_is_the_sliding_window_policy() {
+    let mut scheme = SlidingWindowFactory.build(&RedundancyConfig::default(), 16_384);
+    assert_eq!(scheme.name(), "sliding-window");
+    let estimate = iid(0.2);
+    let ratio = SlidingWindow::default().proactive_ratio_for(&estimate, &HORIZON);
+    let credit = scheme.credit_after_source(SymbolId(0), 0.5, &estimate, &HORIZON);
+    assert_eq!(credit, (0.5 + ratio).min(ratio.max(1.0) * 4.0));
+    let plan = scheme
+        .plan_repair(RepairReason::Proactive, &range(100, 1000))
+        .unwrap();
+    assert_eq!(plan.window, Window::new(SymbolId(744), 256));
+    let mut wide = range(100, 1000);
+    wide.peer_end = SymbolId(600);
+    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
+    assert_eq!(plan.window, Window::new(SymbolId(100), 500));
+}
+
+#[test]
+fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
+    let estimate = iid(0.2);
+    let mut wide = range(100, 1000);
+    wide.peer_end = SymbolId(600);
+    let covered = |rtt_ms| Feedback {
+        deficit: 10,
+        settled: 10,
+        repairs_in_flight: 0,
+        sent_since_report: 0,
+        horizon: HORIZON,
+        decoded_through: SymbolId(100),
+        covered: Some(Flight {
+            sources: 0,
+            repairs: 0,
+            rtt: Duration::from_millis(rtt_ms),
+            at_stake: 0,
+        }),
+    };
+    // 20 ms, a cheap round trip (240 ms and less): 10 / 0.8 = 12.5, to the
+    // nearest, and each repair reaches the newest symbol sent, since the
+    // count is for the flight's losses too.
+    let mut scheme = SlidingWindowFactory.build(&RedundancyConfig::default(), 16_384);
+    assert_eq!(scheme.reactive_repairs(&covered(20), &estimate), 13);
+    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
+    assert_eq!(plan.window, Window::new(SymbolId(100), 900));
+    // 600 ms: rounded up, and the repairs stop at what the peer reported,
+    // so that its first gaps do not wait for the flight's.
+    assert_eq!(scheme.reactive_repairs(&covered(600), &estimate), 13);
+    let one_short = Feedback {
+        deficit: 1,
+        ..covered(600)
+    };
+    assert_eq!(scheme.reactive_repairs(&one_short, &estimate), 2);
+    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
+    assert_eq!(plan.window, Window::new(SymbolId(100), 500));
+    // Without a covered flight the answer stops at the report as well.
+    let uncovered = Feedback {
+        covered: None,
+        ..covered(20)
+    };
+    assert!(scheme.reactive_repairs(&uncovered, &estimate) > 0);
+    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
+    assert_eq!(plan.window, Window::new(SymbolId(100), 500));
 }

@@ -1,216 +1,29 @@
-//! How many repair symbols to send: ahead of loss, in answer to feedback, and
-//! for the tail of a transfer.
+//! ltx's redundancy scheme, the sliding window.
 //!
-//! # The proactive ratio
-//!
-//! A proactive repair covers the last `n` source symbols sent (the *span*,
-//! which the connection sets from the symbols one round trip carries, see
-//! [`TransportConfig::max_repair_span`]), so a loss can be made up by the
-//! repairs that follow it within `n` symbols, and only by feedback after
-//! that, a round trip or more later. The ratio is sized so that a window of
-//! `n` source symbols sent with `k` repair symbols, `m = n + k` packets, needs
-//! feedback with probability about `target_residual`.
-//!
-//! Each packet is lost with probability `p`. The loss count `X` of the window
-//! has two sources of spread:
-//! - the channel: variance `m·p·(1−p)·F`, where `F` is the variance factor
-//!   of the loss process: 1 for independent losses and, for a
-//!   Gilbert–Elliott channel with mean burst `E` (loss certain in the bad
-//!   state, none in the good one), `F = 2·E·(1−p) − 1` (the lag-`k`
-//!   correlation of the loss indicator is `λ^k` with `λ = 1 − 1/(E·(1−p))`,
-//!   and `1 + 2·Σλ^k = 2·E·(1−p) − 1`). An independent channel has mean run
-//!   length `1/(1−p)`, for which that expression is 1, so the measured burst
-//!   `B` gives `F = max(1, 2·B·(1−p) − 1)` for both;
-//! - the estimate: `p` is itself measured, from `N` fates, with standard
-//!   error `σ_p = √(p·(1−p) / N)`; an error of the rate moves the whole
-//!   window, variance `m²·σ_p²`. Early in a connection it dominates: the
-//!   first full flight is sized from the fates of the first packets (the
-//!   connection's start probes and initial window), and one that comes out
-//!   low leaves a whole flight short, every byte after the first gap
-//!   waiting a round trip for feedback. `N` counts at most the effective
-//!   size of the estimator's exponential window, `2·W − 1` for a window of
-//!   `W` packets ([`DEFAULT_WINDOW`]), at least `MIN_SAMPLES`. The error of
-//!   a bursty estimate is larger than the binomial one, but its windows
-//!   already carry the `F` margin, and scaling the error by `F` as well
-//!   cost 3 to 6 % more wire bytes on the bursty long-delay cells of the
-//!   seed tables for no gain in time.
-//!
-//! With `z = Φ⁻¹(1 − target_residual)`, the normal approximation asks
-//! `m·(1−p) − n ≥ z·√(m·b + m²·c)` with `b = p·(1−p)·F`, `c = σ_p²`.
-//! Squared, with `a = 1 − p`, that is the quadratic
-//!
-//! ```text
-//! (a² − z²·c)·m² − (2·a·n + z²·b)·m + n² ≥ 0,
-//! m = (2an + z²b + √((2an + z²b)² − 4·(a² − z²c)·n²)) / (2·(a² − z²c))
-//! ```
-//!
-//! and `ratio = m/n − 1`: `p/(1−p)` plus a margin that shrinks as `1/√n`
-//! and as the estimate matures, never below the erasure channel's minimum
-//! while `z ≥ 0`. The ratio is capped at `max_ratio` (also when
-//! `z·σ_p ≥ 1 − p`, where no finite window would do).
-//!
-//! A residual above one half makes `z` negative: most spans are meant to
-//! lack repair, and the smaller root of the quadratic is the `m` that
-//! leaves that fraction short, below the channel's minimum (and never
-//! under `n`, no repair at all).
-//!
-//! # How many spans the sliding window leaves to feedback
-//!
-//! A span that its proactive repairs leave short waits a round trip for
-//! feedback; the margin that would spare it costs wire bytes, and the more
-//! so the wider the span's loss count spreads. The sliding window weighs
-//! the two. With `σ` the spread of a span's loss count (the channel's,
-//! `√(m₀·p·(1−p)·F)` at its mean length `m₀ = n/(1−p)`), sending for the
-//! quantile `z` wastes, in expectation, the repairs that arrive beyond the
-//! span's losses, `σ·(z·Φ(z) + φ(z))`, and leaves the span to feedback with
-//! probability `1 − Φ(z)`, a round trip's wait. At a price `λ` per second
-//! of mean wait, in fractions of the span's bytes
-//! ([`RedundancyConfig::delay_per_percent`]: one percent per 75 ms by
-//! default), the cost
-//!
-//! ```text
-//! C(z) = (σ/n)·(z·Φ(z) + φ(z)) + λ·RTT·(1 − Φ(z))
-//! ```
-//!
-//! is least where `C′(z) = (σ/n)·Φ(z) − λ·RTT·φ(z) = 0`, that is where
-//! `φ(z)/Φ(z) = σ / (n·λ·RTT)`: one more unit of margin wastes as much as
-//! the wait it spares is worth. `φ/Φ` falls as `z` grows, so the root is
-//! unique; it is kept above `z = −8` (eight standard deviations below a
-//! span's expected losses: a span of 256 with up to 20 % independent loss
-//! gets no repair there) and below the quantile that leaves 1 % of the
-//! spans to feedback. That `z` then goes into the quadratic above, with
-//! the estimate's error: a young estimate widens the margin, it does not
-//! move the trade.
-//!
-//! Moving it too, with `z` chosen from the channel's and the estimate's
-//! spread together (by the cost above, the estimate's error makes a margin
-//! dearer than the wait), was measured and not kept. On a 600 ms path
-//! (10 MB at 50 Mbit/s, seeds 1–3, medians) it brought 12 of the 25 cells
-//! of the long-delay table within 1.05/(1−p) wire bytes per byte delivered
-//! instead of 7 (5 %, E=2: 1.125 → 1.105; 30 %: 1.504 → 1.489), with T/T*
-//! the same (mean 1.2348 → 1.2347); the 100 MB table and the 20 ms one
-//! did not move. What it saved came from the first full flight, sized
-//! from the 32 to 40 fates of the initial window, and what it cost came
-//! from there too: at 20 % independent loss (seeds 1–12) the median delay
-//! p99 went from 305 to 954 ms, and the seeds within one round trip from
-//! 9 to none, for 1.3128 → 1.2913 bytes per byte; with a tenth of the
-//! estimate's variance in the trade, 483 ms, 7 of 12 and 1.3058. The
-//! first flight's size is known before its loss is: what a thinner
-//! margin saves when the estimate comes out high, it costs in delay when
-//! it comes out low.
-//!
-//! The default price is the one that leaves a fifth of the spans to
-//! feedback on a 600 ms path with 20 % independent losses and the default
-//! span of 256 (`z = 0.84`): the ratio is 0.281 with a mature estimate,
-//! 0.303 after 160 fates and 0.355 after 32. A shorter round trip makes the
-//! wait cheaper, a wider spread the margin dearer, and both leave more to
-//! feedback: at 240 ms, about half (0.246, near the channel's minimum of
-//! 0.25); at 120 ms, 90 % (0.205); at 78 ms, 99 % (0.168); at 50 ms all
-//! but 0.004 % (0.115), and at 20 ms all of them, with no repair
-//! ahead of loss: feedback makes up what a span lacks a round trip later.
-//! The range once ended at 99 %, which held every path of 78 ms and less
-//! at 0.169; the repairs it sent there found the losses they were meant
-//! for already solved by answers more often than the cost counts (10 Mbit/s,
-//! 20 ms, 25 %, 50 MB, seed 2: 717 of the 8,740 proactive repairs arrived
-//! with nothing left to solve). Without that end, over seeds 1–3, T/T* went
-//! from 1.032 to 1.018 there and wire bytes per byte delivered from 1.392
-//! to 1.374; at 10 ms and 5 %, 1.013 to 1.004; at 20 ms and 10 %, 1.014 to
-//! 1.007. What it costs is delay: the median delivery delay at 20 ms and
-//! 25 % from 28 to 45 ms, its 99th percentile from 203 to 274 ms; at the
-//! default price, 17 ms of wait is worth under a quarter of a percent of
-//! the bytes, and 1.3 % were saved. A wider span spreads less for its size
-//! and buys margin sooner (1024 symbols at 600 ms: 9 % left, 0.278). At
-//! 600 ms with 40 % lost in bursts of 10 (`F = 11`), 87 % of the spans are left to feedback
-//! (`z = −1.13`): a margin for that spread would cost more than the round
-//! trip it spares. On that path (50 Mbit/s, 100 MB, seed 1) this took the
-//! wire bytes per byte delivered from 1.94 to 1.77 and T/T* from 1.19 to
-//! 1.10 against a fixed fifth of the spans, and the median delivery delay
-//! from 49 to 632 ms; with independent losses nothing moved at 20 %.
-//!
-//! The trade holds while more data follows, which hides a span's wait
-//! behind the sending of the next. At the end of a transfer nothing does:
-//! a shortfall of the last flight waits a round trip on the transfer's
-//! completion. The tail ([`tail_repairs_for_flight`]) then makes up the
-//! larger of two shortfalls, each with a margin for
-//! [`RedundancyConfig::tail_residual`] (1 %), or fewer where the transfer
-//! is long (below).
-//!
-//! The first is that of the flight's last symbols, which only the repairs
-//! sent after them reach. Over the last `j` source symbols of a flight
-//! sent at `r` repairs per source symbol, `(1+r)·j` packets lose
-//! `X_j` and `r·j` repairs go out: the symbols lack `X_j − r·j`
-//! equations, a random walk in `j` with drift `−μ`, `μ = (1−p)·r − p`
-//! (the spans' margin per source symbol), and variance `v = (1+r)·p·(1−p)·F`
-//! per step. Where `μ > 0` its largest value over every `j` exceeds `x`
-//! with probability about `e^(−2μx/v)` (the Brownian approximation), so
-//! the tail needs `x = v·ln(1/q)/(2μ)` for a residual `q`. A thin margin
-//! makes that grow without bound while the walk is only `S` steps long:
-//! it is held to the quantile of the largest value of a walk without
-//! drift, `√(v·S)·Φ⁻¹(1 − q/2)` (the reflection principle). Where the
-//! spans carry no margin (`μ ≤ 0`) the longest suffix, the whole flight,
-//! is the one that lacks most, which the second covers. Over 4,000
-//! simulated flights of 1,000 symbols at the 600 ms ratio, the last
-//! symbols lacked more than the tail brought in 0.5 to 1 % of them at 5,
-//! 20 and 30 % independent loss, and in 8 to 10 % with half the tail.
-//!
-//! The second is what the whole flight in flight is expected to lack,
-//! with a margin of `z·σ` over the flight as one window, whose loss count
-//! spreads far less for its size than a span's
-//! (2,500 packets at 20 % in bursts of 10: σ ≈ 3 % of the flight, against
-//! 11 % of a span of 256), with the estimate's error, scaled by `F` like the
-//! channel's, since a bursty estimate errs by more than a binomial one. The
-//! tail goes out when the link would otherwise idle for the last
-//! acknowledgements, so its margin costs bytes but no time. Sized so, the
-//! flight's spans keep their least-cost quantile: on a 600 ms path, 10 MB
-//! at 50 Mbit/s in bursts (seeds 1–6, medians), wire bytes per byte
-//! delivered fell from 1.371 to 1.332 at 20 %, E=5, from 1.574 to 1.523 at
-//! 30 %, E=10 and from 2.264 to 2.160 at 50 %, E=10, and the mean T/T*
-//! over the 25 cells of the long-delay table from 1.235 to 1.226, against
-//! spans of the last flight held to the seeds' blocks' residual (10 %) and
-//! a tail at 10 % without the estimate's error.
-//!
-//! The last symbols' shortfall once had a window of its own instead: the
-//! proactive formula over the last 256 symbols at the blocks' 10 %, as if
-//! no repair had been sent for them, on top of the repairs that had. On a
-//! 600 ms path (10 MB at 50 Mbit/s, seeds 1–3, medians) the walk's
-//! quantile took the wire bytes per byte delivered from 1.517 to 1.504 at
-//! 30 % independent loss, from 1.763 to 1.743 at 40 % and from 2.110 to
-//! 2.087 at 50 %, with every transfer's time and delivery delay the same
-//! (at 20 %, seeds 1–24: 1.3237 to 1.3172 on average, T/T* and delay p99
-//! equal seed by seed). Dropping that window without the walk took T/T*
-//! at 5 % from 1.24 to 1.47: a flight's surplus says nothing of its last
-//! symbols.
-//!
-//! How many transfers the tail may leave short follows what their wait
-//! costs: it is priced like a span's, but over every symbol sent since
-//! the sender last had nothing outstanding (the transfer so far), and the
-//! quantile is the least-cost one of the spans' trade above, with the
-//! flight's spread, never below the configured one. A 10 MB transfer at
-//! 600 ms keeps the 1 %; 100 MB leaves about 0.2 % short. Sized for 1 %
-//! alone, three of the 75 runs of the 100 MB table (50 Mbit/s, 600 ms,
-//! seeds 1–3) waited a round trip on their completion; priced so, none
-//! did (T/T* 1.087 → 1.063, 1.087 → 1.070, 1.080 → 1.060), for 0.01 to
-//! 0.04 % more wire bytes, and of the 10 MB long-delay table and the web
-//! objects only one cell moved, by 0.0002 bytes per byte.
-//!
-//! [`tail_repairs_for_flight`]: RedundancyPolicy::tail_repairs_for_flight
-//! [`TransportConfig::max_repair_span`]: crate::TransportConfig::max_repair_span
-//! [`DEFAULT_WINDOW`]: super::loss_estimator::DEFAULT_WINDOW
+//! Each source symbol earns proactive credit at a ratio sized from the loss
+//! estimate for the span of symbols a round trip carries; the quantile a
+//! span is sized for weighs the repairs it wastes against the wait for
+//! feedback it spares, at the price of waiting
+//! ([`RedundancyConfig::delay_per_percent`]). The peer's feedback is
+//! answered with repairs over its oldest gaps, less what the proactive
+//! repairs already on their way will make up; when the data runs out, the
+//! tail makes up what the last flight is expected to lack. The derivations
+//! are in `docs/design/repair-sizing.md` and `docs/design/tail.md`.
 
-use super::loss_estimator::DEFAULT_WINDOW;
 use std::time::Duration;
 
-use super::scheme::Horizon;
-use super::{Feedback, Flight, LossEstimate};
+use ltx_coding::codec::Code;
+use ltx_coding::SymbolId;
 
-/// The loss rate above which the policy stops trying: repair for a path that
-/// loses almost everything would be unbounded.
-const MAX_RATE: f64 = 0.95;
-
-/// The fewest fates the standard error of a loss estimate is taken over:
-/// the first estimates count fates not yet committed, which `samples` leaves
-/// out.
-const MIN_SAMPLES: u64 = 32;
+use super::statistics::{
+    flight_spread, inverse_normal_cdf, last_symbols_short, least_cost_quantile, loss_spread,
+    normal_cdf, packets_for, usable_rate,
+};
+use super::{
+    gap_window, tail_window, window_between, Feedback, Flight, Horizon, LossEstimate,
+    RedundancyScheme, RepairPlan, RepairRange, RepairReason, SchemeFactory,
+};
+use crate::config::RedundancyConfig;
 
 /// The fewest of its spans that the sliding window leaves to feedback,
 /// whatever the price of waiting (see
@@ -227,100 +40,23 @@ const FEWEST_TAILS_SHORT: f64 = 1e-4;
 /// [`RedundancyConfig::delay_per_percent`]).
 const LOWEST_QUANTILE: f64 = -8.0;
 
-/// The configuration of a [`RedundancyPolicy`].
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RedundancyConfig {
-    /// The fraction of windows allowed to need reactive repair, for
-    /// windows of a fixed size: the seeds' blocks ([`proactive_ratio_over`];
-    /// default 0.1).
-    ///
-    /// [`proactive_ratio_over`]: RedundancyPolicy::proactive_ratio_over
-    pub target_residual: f64,
-    /// The price of waiting for feedback: the mean wait per span of the
-    /// sliding window that is worth one percent of its bytes on the wire
-    /// (default 75 ms). The proactive ratio is the one whose wasted repairs
-    /// and expected wait cost least together (see the module
-    /// documentation): longer makes waiting cheaper, so more spans are left
-    /// to feedback and fewer bytes are sent ahead of loss; shorter buys
-    /// delivery delay with bytes.
-    ///
-    /// With the default, a 600 ms path with 20 % independent losses leaves
-    /// a fifth of its spans to feedback, a 240 ms one about half, a 120 ms
-    /// one 90 % and paths of 78 ms and less nearly all, 20 ms ones all:
-    /// where a round trip is short, feedback is cheaper than margin. On
-    /// 100 Mbit/s, 20 ms and 20 % loss (10 MB, medians of seeds 1–3) it
-    /// delivers in order with a p99 delay of 58 ms and sends 1.290 bytes
-    /// per byte delivered, T/T* 1.032; a price of 6 ms, which leaves about
-    /// half the spans there to feedback, gives 39 ms, 1.309 and 1.044
-    /// (`ltx sim run --delay-per-percent`).
-    pub delay_per_percent: Duration,
-    /// The round trip up to which reactive answers also cover the flight
-    /// and round to the nearest repair (default 240 ms, where the sliding
-    /// window leaves half the spans of an independent-loss path to
-    /// feedback; see [`reactive_repairs_covered`]).
-    ///
-    /// [`reactive_repairs_covered`]: RedundancyPolicy::reactive_repairs_covered
-    pub cheap_feedback_rtt: Duration,
-    /// The quantile of the flight's spread that a reactive answer is sized
-    /// for where feedback is cheap (see [`cheap_feedback_rtt`]; default
-    /// −1: one standard deviation below the expected need).
-    ///
-    /// Sized for the expected need, an answer wastes, in expectation, the
-    /// repairs of every flight that loses less than its mean; sized below
-    /// it, the shortfall is answered again after a short round trip. On
-    /// 10 Mbit/s, 20 ms and 25 % independent loss (50 MB, medians of seeds
-    /// 1–3, where no repair goes ahead of loss), −1 takes the wire bytes
-    /// per byte delivered from 1.428 to 1.374 and T/T* from 1.058 to 1.018
-    /// (seed 1: 538 repairs arrived with nothing left to solve, against
-    /// 1,982), and the delivery delay from 25 to 45 ms in the median and
-    /// from 105 to 274 ms at the 99th percentile: the price of the bytes
-    /// saved. 0 answers the expected need.
-    ///
-    /// [`cheap_feedback_rtt`]: RedundancyConfig::cheap_feedback_rtt
-    pub cheap_answer_quantile: f64,
-    /// The fraction of transfers whose last flight the tail is allowed to
-    /// leave short, a round trip of feedback on their completion (default
-    /// 0.01; see [`tail_repairs_for_flight`]); a long transfer, whose wait
-    /// is worth more than the margin that spares it, is left short less
-    /// often (down to one in 10 000). Lower sends more repair at the end of
-    /// each transfer, while the link would otherwise idle.
-    ///
-    /// It is a ceiling also where a round trip is cheap: letting the tail
-    /// leave more transfers short on a 20 ms path, as the price of waiting
-    /// alone would (100 Mbit/s, 10 MB, seeds 1–3), took up to 0.4 % off the
-    /// wire bytes of the correlated cells but added up to 2.5 % to their
-    /// time (5 %, E=10: T/T* 1.047 → 1.072).
-    ///
-    /// [`tail_repairs_for_flight`]: RedundancyPolicy::tail_repairs_for_flight
-    pub tail_residual: f64,
-    /// The cap on proactive repair symbols per source symbol.
-    pub max_ratio: f64,
-    /// The fraction added on top of the expected need in reactive repair.
-    pub reactive_margin: f64,
-    /// Repair symbols added to any non-zero reactive answer, so that a small
-    /// deficit is not missed by rounding or by the loss of its only repair.
-    pub reactive_extra: u64,
-}
+/// The factory of ltx's sliding-window policy ([`SlidingWindow`]), the
+/// default scheme: it keeps no settings of its own beyond the
+/// [`RedundancyConfig`] every scheme is given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlidingWindowFactory;
 
-impl Default for RedundancyConfig {
-    fn default() -> Self {
-        Self {
-            target_residual: 0.1,
-            delay_per_percent: Duration::from_millis(75),
-            cheap_feedback_rtt: Duration::from_millis(240),
-            cheap_answer_quantile: -1.0,
-            tail_residual: 0.01,
-            max_ratio: 1.5,
-            reactive_margin: 0.1,
-            reactive_extra: 1,
-        }
+impl SchemeFactory for SlidingWindowFactory {
+    fn build(&self, redundancy: &RedundancyConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
+        Box::new(SlidingWindow::new(*redundancy))
     }
 }
 
-/// The redundancy policy: how many repair symbols to send, given a
-/// [`LossEstimate`]. Policy only; the connection builds the symbols.
+/// ltx's redundancy scheme, the sliding window: how many repair symbols to
+/// send and over which window, given a [`LossEstimate`]. Policy only; the
+/// connection builds the symbols.
 #[derive(Debug, Clone, Copy)]
-pub struct RedundancyPolicy {
+pub struct SlidingWindow {
     config: RedundancyConfig,
     /// `Φ⁻¹(1 − target_residual)`, computed once.
     z: f64,
@@ -331,13 +67,13 @@ pub struct RedundancyPolicy {
     pub(crate) answer_covers_flight: bool,
 }
 
-impl Default for RedundancyPolicy {
+impl Default for SlidingWindow {
     fn default() -> Self {
         Self::new(RedundancyConfig::default())
     }
 }
 
-impl RedundancyPolicy {
+impl SlidingWindow {
     /// A policy with the given configuration.
     pub fn new(config: RedundancyConfig) -> Self {
         let residual = config.target_residual.clamp(1e-9, 0.5);
@@ -357,7 +93,7 @@ impl RedundancyPolicy {
 
     /// Repair symbols per source symbol to send ahead of loss, sized so that
     /// a window of `window` source symbols needs reactive repair with
-    /// probability about `target_residual` (see the module documentation).
+    /// probability about `target_residual` (see `docs/design/repair-sizing.md`).
     pub fn proactive_ratio_over(&self, est: &LossEstimate, window: u64) -> f64 {
         self.ratio(est, window, self.z)
     }
@@ -366,8 +102,8 @@ impl RedundancyPolicy {
     /// window: sized so that a span of `horizon.span` source symbols needs
     /// reactive repair with the probability that weighs wasted repairs
     /// against the wait for feedback (see
-    /// [`RedundancyConfig::delay_per_percent`] and the module
-    /// documentation).
+    /// [`RedundancyConfig::delay_per_percent`] and
+    /// `docs/design/repair-sizing.md`).
     pub fn proactive_ratio_for(&self, est: &LossEstimate, horizon: &Horizon) -> f64 {
         self.ratio(est, horizon.span, self.quantile_for(est, horizon))
     }
@@ -387,7 +123,7 @@ impl RedundancyPolicy {
     }
 
     /// The quantile `z` a span of the sliding window is sized for: the root
-    /// of `φ(z)/Φ(z) = σ / (n·λ·RTT)` (module documentation), from
+    /// of `φ(z)/Φ(z) = σ / (n·λ·RTT)` (`docs/design/repair-sizing.md`), from
     /// [`LOWEST_QUANTILE`] to the one that leaves [`FEWEST_LEFT`].
     fn quantile_for(&self, est: &LossEstimate, horizon: &Horizon) -> f64 {
         let (low, high) = (LOWEST_QUANTILE, inverse_normal_cdf(1.0 - FEWEST_LEFT));
@@ -411,7 +147,7 @@ impl RedundancyPolicy {
     /// The quantile the tail of `flight` is sized for, whose loss count
     /// spreads by `spread`: the one of [`RedundancyConfig::tail_residual`],
     /// or a higher one where the wait it spares delays more: the cost of
-    /// the module documentation with the wait priced over the transfer so
+    /// `docs/design/repair-sizing.md` with the wait priced over the transfer so
     /// far (`flight.at_stake`), not a span, from that quantile up to the
     /// one that leaves [`FEWEST_TAILS_SHORT`].
     fn tail_quantile(&self, spread: f64, flight: &Flight) -> f64 {
@@ -448,13 +184,7 @@ impl RedundancyPolicy {
     ///
     /// A loss is made up by the repairs sent within a span after it, and
     /// the peer's report comes before most of those: answering its newest
-    /// gaps in full sends what is already on its way. On 50 Mbit/s, 600 ms
-    /// and 30 % independent loss (100 MB, seed 1), answers to the whole
-    /// deficit sent 950 repairs, of which 652 arrived to find every symbol
-    /// they covered known (about 665 arrived); answering only what is left
-    /// sent 669, of which 450 found nothing to solve, and took the wire
-    /// bytes per byte delivered from 1.504 to 1.500 (seeds 1–3: 1.4988 to
-    /// 1.4949, T/T* 1.0566 to 1.0538).
+    /// gaps in full sends what is already on its way.
     ///
     /// The proactive repairs sent with the `sent` source symbols after the
     /// report reach back over the newest gaps, but cover those symbols'
@@ -465,9 +195,7 @@ impl RedundancyPolicy {
     /// Counting all of them instead, as if they were for the gaps alone,
     /// answers only the settled part, but a shortfall then rides forward
     /// with the window: rows over the older gaps reach into the newer
-    /// symbols, the older symbols never count as short, and a transfer's
-    /// first flight waited 1.3 s for its first gap (30 MB, 30 %, seed 2:
-    /// delivery delay p99 1.26 s against 0.69 s).
+    /// symbols, and the older symbols never count as short.
     pub fn deficit_to_answer(&self, feedback: &Feedback, est: &LossEstimate) -> u64 {
         let newest = feedback.deficit.saturating_sub(feedback.settled);
         if newest == 0 {
@@ -517,9 +245,8 @@ impl RedundancyPolicy {
     /// equations short, and the answer is what makes up that expectation.
     /// Proactive repairs in flight are counted: they were sized for the
     /// flight's losses, with their margin, and cover the gap, so
-    /// answering the whole deficit again would send what they carry (at
-    /// 20 ms and 20 % loss, answering it in full sent a tenth of all
-    /// repairs for nothing). `S` counts only the source symbols sent before
+    /// answering the whole deficit again would send what they carry. `S`
+    /// counts only the source symbols sent before
     /// the newest repair in flight, which that repair covers.
     ///
     /// Where the round trip is short enough that the sliding window leaves
@@ -530,19 +257,13 @@ impl RedundancyPolicy {
     /// the reported gaps (the scheme's `plan_repair`): the count includes
     /// the flight's losses, and a repair that stops at the gaps finds them
     /// solved by the proactive repairs that arrived before it and those
-    /// losses left for the next answer. Rounding up answered a shortfall of a
-    /// tenth of an equation with a whole repair: on 10 Mbit/s, 20 ms and
-    /// 5 % loss, with repairs that stopped at the gaps, it took the overhead
-    /// from 1.121 to 1.141, most of those repairs finding nothing to solve.
-    /// There the answer is also sized below the flight's expected need, at
+    /// losses left for the next answer. There the answer is also sized below the flight's expected need, at
     /// [`RedundancyConfig::cheap_answer_quantile`] of its spread,
     /// `√((S+R)·p·(1−p)·F)`: what the flight turns out to lack comes back
     /// in the next report, a short round trip later, while what it turns
     /// out not to need is wasted for good.
     /// On longer paths it is rounded up: a shortfall left over costs a
-    /// round trip, dear there (at 600 ms and 20 % loss, rounding to the
-    /// nearest took the worst delivery delay p99 of seeds 1–8 from 1.19 to
-    /// 1.24 round trips).
+    /// round trip, dear there (`docs/design/repair-sizing.md`).
     ///
     /// [`Feedback::covered`]: super::Feedback::covered
     pub fn reactive_repairs_covered(
@@ -573,7 +294,7 @@ impl RedundancyPolicy {
     /// How many repair symbols the end of a transfer needs for the whole
     /// `flight` whose fate is not known yet: `flight.sources` source symbols
     /// and `flight.repairs` proactive repairs over them, over `1 − p`, for
-    /// the larger of two shortfalls (module documentation), each with the
+    /// the larger of two shortfalls (`docs/design/tail.md`), each with the
     /// margin of [`RedundancyConfig::tail_residual`]: that of the flight's
     /// last symbols, which only repairs sent after them reach, and that of
     /// the whole flight; none on a clean path or with nothing in flight.
@@ -587,13 +308,8 @@ impl RedundancyPolicy {
     /// The sliding window leaves spans to feedback where waiting is cheaper
     /// than margin, which holds while more data follows; at the end of a
     /// transfer the wait is the transfer's, a round trip or more on its
-    /// completion. On a 600 ms path with 20 % lost in bursts of 10 (10 MB,
-    /// seed 2), where the estimate said 15.8 % when the data ran out, a
-    /// tail of 120 repairs (at 10 %) left the last flight short and took
-    /// T/T* to 1.41; at 1 %, 234 repairs made 1.22, with the same wire
-    /// bytes per byte delivered (1.301): the round trip it spared would
-    /// have cost more repairs than the margin. Without the estimate's
-    /// error, even at 0.6 % it was still short (1.41).
+    /// completion, so the tail is sized for a surer residual, with the
+    /// estimate's error (`docs/design/tail.md`).
     pub fn tail_repairs_for_flight(&self, flight: &Flight, est: &LossEstimate) -> u64 {
         let Some(p) = usable_rate(est) else {
             return 0;
@@ -615,184 +331,71 @@ impl RedundancyPolicy {
     }
 }
 
-/// The equations the last symbols of a flight of `sources` source symbols
-/// sent with `repairs` proactive repairs lack, at the quantile `z`: the
-/// largest value of the random walk of the module documentation, or 0
-/// where the spans carry no margin.
-fn last_symbols_short(sources: f64, repairs: f64, p: f64, est: &LossEstimate, z: f64) -> f64 {
-    let ratio = repairs / sources;
-    let drift = (1.0 - p) * ratio - p;
-    if drift <= 0.0 || drift.is_nan() {
-        return 0.0;
+impl RedundancyScheme for SlidingWindow {
+    fn name(&self) -> &'static str {
+        "sliding-window"
     }
-    let variance = (1.0 + ratio) * p * (1.0 - p) * variance_factor(est, p);
-    // The fraction of flights left short: `1 − Φ(z)`.
-    let short = normal_cdf(-z).max(f64::MIN_POSITIVE);
-    let with_drift = variance * -short.ln() / (2.0 * drift);
-    let without_drift = (variance * sources).sqrt() * inverse_normal_cdf(1.0 - 0.5 * short);
-    with_drift.min(without_drift)
-}
 
-/// The root of `φ(z)/Φ(z) = target` between `low` and `high` (the ends
-/// where it lies outside): the quantile where one more unit of margin
-/// wastes as much as the wait it spares is worth (module documentation).
-fn least_cost_quantile(target: f64, low: f64, high: f64) -> f64 {
-    let hazard = |z: f64| normal_pdf(z) / normal_cdf(z);
-    if target >= hazard(low) {
-        return low;
+    fn proactive_ratio(&self, estimate: &LossEstimate, horizon: &Horizon) -> f64 {
+        SlidingWindow::proactive_ratio_for(self, estimate, horizon)
     }
-    if target <= hazard(high) {
-        return high;
+
+    fn credit_after_source(
+        &mut self,
+        _id: SymbolId,
+        credit: f64,
+        estimate: &LossEstimate,
+        horizon: &Horizon,
+    ) -> f64 {
+        let ratio = SlidingWindow::proactive_ratio_for(self, estimate, horizon);
+        // Banked credit is bounded, so that a burst of proactive repairs
+        // after a window-limited stretch stays short.
+        (credit + ratio).min(ratio.max(1.0) * 4.0)
     }
-    let (mut below, mut above) = (low, high);
-    // 40 halvings of a range under 12 wide: far finer than the normal
-    // approximation the answer serves.
-    for _ in 0..40 {
-        let mid = 0.5 * (below + above);
-        if hazard(mid) > target {
-            below = mid;
-        } else {
-            above = mid;
+
+    fn reactive_repairs(&mut self, feedback: &Feedback, estimate: &LossEstimate) -> u64 {
+        self.answer_covers_flight = feedback
+            .covered
+            .is_some_and(|flight| self.feedback_is_cheap(flight.rtt));
+        match feedback.covered {
+            Some(flight) => {
+                SlidingWindow::reactive_repairs_covered(self, feedback.deficit, &flight, estimate)
+            }
+            None => SlidingWindow::reactive_repairs(
+                self,
+                self.deficit_to_answer(feedback, estimate),
+                feedback.repairs_in_flight,
+                estimate,
+            ),
         }
     }
-    0.5 * (below + above)
-}
 
-/// The `m` of the module documentation: packets to send for `n` source
-/// symbols at loss rate `p`, with the channel's and the estimate's
-/// spread, for a quantile `z`; `None` where the estimate is too uncertain
-/// for any.
-fn packets_for(n: f64, p: f64, est: &LossEstimate, z: f64) -> Option<f64> {
-    let f = variance_factor(est, p);
-    let samples = est.samples.clamp(MIN_SAMPLES, 2 * DEFAULT_WINDOW) as f64;
-    let a = 1.0 - p;
-    let b = p * (1.0 - p) * f;
-    let c = p * (1.0 - p) / samples;
-    let z2 = z * z;
-    let lead = a * a - z2 * c;
-    let linear = 2.0 * a * n + z2 * b;
-    let discriminant = linear * linear - 4.0 * lead * n * n;
-    if z < 0.0 {
-        // The smaller root: most spans are meant to fall short. Written as
-        // `2n² / (B + √D)`, it is the root between `n` and `n/(1−p)` also
-        // where a deep quantile and a young estimate make `lead` negative.
-        let root = 2.0 * n * n / (linear + discriminant.max(0.0).sqrt());
-        return Some(root.max(n));
+    fn tail_repairs(&self, unconfirmed: u64, _next: SymbolId, estimate: &LossEstimate) -> u64 {
+        // The flight's count (`tail_repairs_for_flight`) sizes the tail;
+        // one repair at least where loss is known and symbols are
+        // unconfirmed.
+        u64::from(unconfirmed > 0 && estimate.rate > 0.0)
     }
-    if lead <= 0.0 {
-        return None;
+
+    fn tail_repairs_for_flight(&self, flight: &Flight, estimate: &LossEstimate) -> u64 {
+        SlidingWindow::tail_repairs_for_flight(self, flight, estimate)
     }
-    Some((linear + discriminant.max(0.0).sqrt()) / (2.0 * lead))
-}
 
-/// The estimate's rate, capped below 1, or None on a clean path.
-fn usable_rate(est: &LossEstimate) -> Option<f64> {
-    let p = est.rate;
-    if p.is_nan() || p <= 0.0 {
-        return None;
-    }
-    Some(p.min(MAX_RATE))
-}
-
-/// The standard deviation of the loss count of `packets` packets at loss
-/// rate `p`: the channel's, `√(packets·p·(1−p)·F)` (module documentation).
-fn loss_spread(packets: f64, p: f64, est: &LossEstimate) -> f64 {
-    (packets * p * (1.0 - p) * variance_factor(est, p)).sqrt()
-}
-
-/// The spread of the loss count of a whole flight of `packets`: the
-/// channel's, and the error of the estimate it is sized from, both scaled
-/// by the variance factor `F` (see
-/// [`RedundancyPolicy::tail_repairs_for_flight`]).
-fn flight_spread(packets: f64, p: f64, est: &LossEstimate) -> f64 {
-    let samples = est.samples.clamp(MIN_SAMPLES, 2 * DEFAULT_WINDOW) as f64;
-    let channel = loss_spread(packets, p, est);
-    (channel * channel * (1.0 + packets / samples)).sqrt()
-}
-
-/// The variance factor `F = max(1, 2·B·(1−p) − 1)` of the module docs.
-fn variance_factor(est: &LossEstimate, p: f64) -> f64 {
-    let burst = if est.burst.is_finite() {
-        est.burst
-    } else {
-        1.0
-    };
-    (2.0 * burst * (1.0 - p) - 1.0).max(1.0)
-}
-
-/// The standard normal density `φ(z)`.
-fn normal_pdf(z: f64) -> f64 {
-    (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt()
-}
-
-/// The standard normal distribution `Φ(z)`, by Abramowitz and Stegun's
-/// 26.2.17 (absolute error below 7.5e-8).
-fn normal_cdf(z: f64) -> f64 {
-    const B: [f64; 5] = [
-        0.319_381_530,
-        -0.356_563_782,
-        1.781_477_937,
-        -1.821_255_978,
-        1.330_274_429,
-    ];
-    let t = 1.0 / (1.0 + 0.231_641_9 * z.abs());
-    let poly = t * (B[0] + t * (B[1] + t * (B[2] + t * (B[3] + t * B[4]))));
-    let upper = normal_pdf(z) * poly;
-    if z >= 0.0 {
-        1.0 - upper
-    } else {
-        upper
-    }
-}
-
-/// `Φ⁻¹(q)` for `q` in `(0, 1)`, by Acklam's rational approximation
-/// (relative error below 1.2e-9, far finer than the normal approximation it
-/// serves).
-fn inverse_normal_cdf(q: f64) -> f64 {
-    const A: [f64; 6] = [
-        -3.969_683_028_665_376e1,
-        2.209_460_984_245_205e2,
-        -2.759_285_104_469_687e2,
-        1.383_577_518_672_69e2,
-        -3.066_479_806_614_716e1,
-        2.506_628_277_459_239,
-    ];
-    const B: [f64; 5] = [
-        -5.447_609_879_822_406e1,
-        1.615_858_368_580_409e2,
-        -1.556_989_798_598_866e2,
-        6.680_131_188_771_972e1,
-        -1.328_068_155_288_572e1,
-    ];
-    const C: [f64; 6] = [
-        -7.784_894_002_430_293e-3,
-        -3.223_964_580_411_365e-1,
-        -2.400_758_277_161_838,
-        -2.549_732_539_343_734,
-        4.374_664_141_464_968,
-        2.938_163_982_698_783,
-    ];
-    const D: [f64; 4] = [
-        7.784_695_709_041_462e-3,
-        3.224_671_290_700_398e-1,
-        2.445_134_137_142_996,
-        3.754_408_661_907_416,
-    ];
-    const LOW: f64 = 0.02425;
-    let tail = |r: f64| {
-        let t = (-2.0 * r.ln()).sqrt();
-        (((((C[0] * t + C[1]) * t + C[2]) * t + C[3]) * t + C[4]) * t + C[5])
-            / ((((D[0] * t + D[1]) * t + D[2]) * t + D[3]) * t + 1.0)
-    };
-    if q < LOW {
-        tail(q)
-    } else if q > 1.0 - LOW {
-        -tail(1.0 - q)
-    } else {
-        let u = q - 0.5;
-        let r = u * u;
-        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * u
-            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    fn plan_repair(&mut self, reason: RepairReason, range: &RepairRange) -> Option<RepairPlan> {
+        let window = match reason {
+            RepairReason::Proactive => {
+                let (oldest, next) = (range.oldest.0, range.next.0);
+                window_between(next.saturating_sub(range.max_span).max(oldest), next)
+            }
+            RepairReason::Tail => tail_window(range),
+            // The answer counted the flight's losses: cover them too.
+            RepairReason::Reactive if self.answer_covers_flight => tail_window(range),
+            RepairReason::Reactive | RepairReason::Probe => gap_window(range),
+        }?;
+        Some(RepairPlan {
+            window,
+            code: Code::default(),
+        })
     }
 }
 
@@ -801,18 +404,8 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-
-    #[test]
-    fn inverse_normal_known_points() {
-        for (q, z) in [
-            (0.5, 0.0),
-            (0.975, 1.959_964),
-            (0.98, 2.053_749),
-            (0.01, -2.326_348),
-        ] {
-            assert!((inverse_normal_cdf(q) - z).abs() < 1e-5, "{q}");
-        }
-    }
+    use crate::recovery::statistics::{normal_pdf, MIN_SAMPLES};
+    use crate::recovery::DEFAULT_WINDOW;
 
     /// A mature estimate: its standard error is negligible.
     fn mature(rate: f64, burst: f64) -> LossEstimate {
@@ -832,7 +425,7 @@ mod tests {
 
     #[test]
     fn documented_figures() {
-        let policy = RedundancyPolicy::default();
+        let policy = SlidingWindow::default();
         let est = mature(0.2, 1.25);
         // Fixed windows at the default residual of 10 %.
         let r64 = policy.proactive_ratio_over(&est, 64);
@@ -869,7 +462,7 @@ mod tests {
         // alone would make the quadratic's leading term negative. The
         // span must still get at most what a mature estimate gives it,
         // never the cap that stands for a hopeless path.
-        let policy = RedundancyPolicy::default();
+        let policy = SlidingWindow::default();
         for rate in [0.3, 0.5, 0.7] {
             for rtt in [20, 40, 60] {
                 let h = horizon(256, rtt);
@@ -893,7 +486,7 @@ mod tests {
     #[test]
     fn a_young_estimate_buys_a_margin_that_fades() {
         // The figures of the module documentation.
-        let policy = RedundancyPolicy::default();
+        let policy = SlidingWindow::default();
         let ratio_after = |samples| {
             let est = LossEstimate {
                 rate: 0.2,
@@ -917,7 +510,7 @@ mod tests {
 
     #[test]
     fn the_quantile_is_the_least_cost_within_its_range() {
-        let policy = RedundancyPolicy::default();
+        let policy = SlidingWindow::default();
         let per_second = 0.01 / policy.config.delay_per_percent.as_secs_f64();
         let (low, high) = (LOWEST_QUANTILE, inverse_normal_cdf(1.0 - FEWEST_LEFT));
         for (rate, burst) in [(0.05, 1.05), (0.2, 1.25), (0.4, 10.0), (0.5, 2.0)] {
@@ -974,7 +567,7 @@ mod tests {
 
     #[test]
     fn a_wider_spread_leaves_more_spans_to_feedback() {
-        let policy = RedundancyPolicy::default();
+        let policy = SlidingWindow::default();
         let residual = |est: &LossEstimate| policy.residual_for(est, &horizon(256, 600));
         // The price is set so that independent losses of 20 % leave a fifth.
         let iid = residual(&mature(0.2, 1.25));
@@ -992,7 +585,7 @@ mod tests {
 
     #[test]
     fn the_tail_makes_up_what_the_last_flight_is_expected_to_lack() {
-        let policy = RedundancyPolicy::default();
+        let policy = SlidingWindow::default();
         let flight = |sources, repairs| Flight {
             sources,
             repairs,
@@ -1036,7 +629,7 @@ mod tests {
         // 0.06 − 0.05 = 0.007 and variance 1.06 · 0.0475 · 18 = 0.906, held
         // to the walk without drift, √(0.906 · 2600) · 1.645 = 79.8, over
         // 0.95: 84.0.
-        let ten = RedundancyPolicy::new(RedundancyConfig {
+        let ten = SlidingWindow::new(RedundancyConfig {
             tail_residual: 0.1,
             ..RedundancyConfig::default()
         });
@@ -1057,7 +650,7 @@ mod tests {
     /// with 760 repairs (spread 31.96).
     #[test]
     fn a_longer_transfer_buys_a_surer_tail() {
-        let policy = RedundancyPolicy::default();
+        let policy = SlidingWindow::default();
         let iid = mature(0.2, 1.25);
         let flight = |at_stake| Flight {
             sources: 2700,
@@ -1087,7 +680,7 @@ mod tests {
     /// are left to it, the settled part is answered whole.
     #[test]
     fn an_answer_leaves_the_newest_gaps_to_the_margin_of_the_spans() {
-        let policy = RedundancyPolicy::default();
+        let policy = SlidingWindow::default();
         let est = mature(0.2, 1.25);
         let long = horizon(256, 600);
         let margin = (0.8 * policy.proactive_ratio_for(&est, &long) - 0.2) * 256.0;
@@ -1129,7 +722,7 @@ mod tests {
 
     #[test]
     fn an_answer_to_a_covered_flight_counts_what_it_carries() {
-        let policy = RedundancyPolicy::default();
+        let policy = SlidingWindow::default();
         let est = mature(0.2, 1.25);
         let flight = |sources, repairs| Flight {
             sources,
@@ -1151,7 +744,7 @@ mod tests {
             2
         );
         // Sized for the expected need: 6 / 0.8 = 7.5, to the nearest: 8.
-        let expected = RedundancyPolicy::new(RedundancyConfig {
+        let expected = SlidingWindow::new(RedundancyConfig {
             cheap_answer_quantile: 0.0,
             ..RedundancyConfig::default()
         });
