@@ -94,19 +94,19 @@ impl Connection {
     pub(super) fn handle_retry(&mut self, now: Instant, retry: RetryPacket<'_>) {
         let fresh = self.side == Side::Client
             && self.state == State::Handshaking
-            && self.retry_cookie.is_none()
+            && self.handshake.retry_cookie.is_none()
             && self.stats.packets_received == 0
             && retry.initial_dcid == self.remote_cid;
         if !fresh {
             self.stats.packets_dropped += 1;
             return;
         }
-        self.retry_cookie = Some(retry.cookie.to_vec());
+        self.handshake.retry_cookie = Some(retry.cookie.to_vec());
         self.stats.retries += 1;
-        self.handshake_to_send = INITIAL_COPIES;
+        self.handshake.to_send = INITIAL_COPIES;
         // The next flight is the one to time for the first RTT sample.
-        self.handshake_attempts = 0;
-        self.handshake_sent = None;
+        self.handshake.attempts = 0;
+        self.handshake.sent = None;
         self.arm_probe(now);
     }
 }

@@ -2,9 +2,14 @@
 
 mod address_validation;
 mod copy_spacing;
+mod handshake;
 mod loss_round;
+mod receive;
 mod received;
+mod recovery;
+mod repair;
 mod secure;
+mod send;
 mod sent;
 mod streams;
 
@@ -20,29 +25,28 @@ use rand::{Rng, SeedableRng};
 
 use crate::accept::packet::{InitialDatagram, RetryPacket};
 use crate::config::{TransportConfig, DECODER_HISTORY};
-use crate::congestion::{Controller, Pacer};
 use crate::event::{codes, CloseReason, Event, Metrics, PacketKind, TraceEvent};
 use crate::protection::{
     PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, REPLAY_WINDOW, TAG_LEN,
 };
-use crate::recovery::{
-    Feedback, Flight, Horizon, LossEstimate, LossEstimator, RedundancyScheme, RepairRange,
-    RepairReason,
-};
-use crate::rtt::RttEstimator;
+use crate::recovery::{Feedback, Flight, Horizon, LossEstimate, RepairRange, RepairReason};
 use crate::wire::{
-    AckFrame, CloseFrame, ConnectionId, DecoderState, EcnCounts, Frame, Frames, HandshakeFrame,
-    Header, PacketNumber, PacketType, RepairFrame, Side, SourceFrame, StreamId, TransportParams,
+    AckFrame, CloseFrame, ConnectionId, DecoderState, Frame, Frames, HandshakeFrame, Header,
+    PacketNumber, PacketType, RepairFrame, Side, SourceFrame, StreamId, TransportParams,
     TruncatedPacketNumber, TruncatedSymbolId, MAX_HEADER_LEN,
 };
 
 use address_validation::AmplificationLimit;
 pub use address_validation::AMPLIFICATION_FACTOR;
 use copy_spacing::{CopySpacing, Reading};
-use loss_round::LossRound;
-use received::ReceivedPackets;
+use handshake::Handshake;
+use receive::Receiver;
+use received::AckState;
+use recovery::Recovery;
+use repair::RepairScheduler;
 use secure::{KeysPending, SecureHandshake};
-use sent::{AckOutcome, Carried, SentPacket, SentPackets};
+use send::SymbolSender;
+use sent::{AckOutcome, Carried, SentPacket};
 use streams::{frame_name, StreamLimits, Streams, Violation};
 pub use streams::{ReadOutcome, StreamError};
 
@@ -161,6 +165,17 @@ const ALL_TIMERS: [Timer; TIMERS] = [
     Timer::Pacing,
     Timer::KeepAlive,
 ];
+
+/// A close asked for by the application, or sent or received.
+#[derive(Default)]
+struct Closing {
+    /// The CLOSE frame to send (code, reason).
+    to_send: Option<(u64, String)>,
+    /// Whether the application asked for a graceful close.
+    requested: bool,
+    /// Why the connection ends, once it does.
+    reason: Option<CloseReason>,
+}
 
 /// Counters and estimates of a connection, for `stats()`.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -286,72 +301,26 @@ pub struct Connection {
     protection: Box<dyn PacketProtection>,
     /// The handshake of a connection made with a [`SecurityConfig`].
     secure: Option<Box<SecureHandshake>>,
-
-    next_number: u64,
-    sent: SentPackets,
-    received: ReceivedPackets,
-    largest_acked: Option<u64>,
-    largest_received_time: Option<Instant>,
-    ack_eliciting_unacked: u32,
-    ack_needed: bool,
-    ecn_received: EcnCounts,
-    peer_ce: u64,
-    /// Handshake packets to send now (the client sends each Initial flight
-    /// in several copies: on a lossy path one lost Initial would cost a
-    /// time-out).
-    handshake_to_send: u8,
-    handshake_attempts: u32,
-    /// When the client's first Initial left, for the first RTT sample.
-    handshake_sent: Option<Instant>,
-    /// The copies of the client's first Initial flight, whose answers'
-    /// spacing reads the bottleneck's rate, until the reading concludes.
-    copy_spacing: Option<CopySpacing>,
-    close_to_send: Option<(u64, String)>,
-    close_requested: bool,
-    close_reason: Option<CloseReason>,
-    /// The cookie of the server's retry, sent with every Initial after it.
-    retry_cookie: Option<Vec<u8>>,
+    /// The handshake's packets, copies and first RTT sample.
+    handshake: Handshake,
     amplification: AmplificationLimit,
-
+    /// A close asked for, sent or received.
+    closing: Closing,
+    /// The packets this end sent: numbers, acknowledgements, losses, round
+    /// trip, congestion control and pacing.
+    recovery: Recovery,
+    /// What this end owes the peer in acknowledgements.
+    acks: AckState,
+    /// The symbol size both ends agreed on (0 before the handshake).
     symbol_size: usize,
-    encoder: Option<Encoder>,
-    decoder: Option<Decoder>,
-    /// The first symbol of the repair window received that starts furthest
-    /// on: the peer's proactive repairs slide forward from there, and the
-    /// unknown symbols before it wait for an answer (`DecoderState::settled`).
-    newest_window_start: SymbolId,
-    symbol_scratch: Vec<u8>,
-    peer_window: u64,
-    peer_decoded_through: SymbolId,
-    peer_end: SymbolId,
-    /// The largest decoder end the peer has reported: its decoder's end
-    /// is never below it, which truncated symbol ids rely on.
-    largest_peer_end: SymbolId,
-    peer_missing: u64,
-    peer_rank: u64,
-    next_repair_key: u16,
-    repair_credit: f64,
-    reactive_owed: u64,
-    tail_owed: u64,
-    tail_armed: bool,
-    /// The first source symbol sent since the encoder last held none the
-    /// peer had not decoded: where the transfer under way began.
-    busy_since: SymbolId,
-    probe_owed: u32,
-    pto_count: u32,
-    /// Whether the peer has acknowledged a packet that carried a symbol:
-    /// until then the probe time-out is shorter (see [`Connection::pto`]).
-    symbols_acked: bool,
-    loss_round: LossRound,
-
+    /// The encoder and what the peer's decoder reported of it.
+    sender: SymbolSender,
+    /// When to send repair, and which: the redundancy scheme and what it
+    /// has asked for.
+    repair: RepairScheduler,
+    /// The decoder of the peer's symbols.
+    receiver: Receiver,
     streams: Streams,
-    rtt: RttEstimator,
-    loss: LossEstimator,
-    scheme: Box<dyn RedundancyScheme>,
-    controller: Box<dyn Controller>,
-    pacer: Pacer,
-    last_sent: Instant,
-
     timers: [Option<Instant>; TIMERS],
     events: VecDeque<Event>,
     stats: ConnectionStats,
@@ -377,7 +346,7 @@ impl Connection {
     ) -> Result<Connection, crate::ConfigError> {
         let mut connection = Connection::new(Side::Client, config, now, seed)?;
         connection.remote_cid = ConnectionId(connection_rng(seed).random());
-        connection.handshake_to_send = INITIAL_COPIES;
+        connection.handshake.to_send = INITIAL_COPIES;
         Ok(connection)
     }
 
@@ -449,55 +418,21 @@ impl Connection {
             remote_cid: ConnectionId(0),
             protection: Box::new(PlainProtection),
             secure: None,
-            next_number: 0,
-            sent: SentPackets::default(),
-            received: ReceivedPackets::default(),
-            largest_acked: None,
-            largest_received_time: None,
-            ack_eliciting_unacked: 0,
-            ack_needed: false,
-            ecn_received: EcnCounts::default(),
-            peer_ce: 0,
-            handshake_to_send: 0,
-            handshake_attempts: 0,
-            handshake_sent: None,
-            copy_spacing: None,
-            close_to_send: None,
-            close_requested: false,
-            close_reason: None,
-            retry_cookie: None,
+            handshake: Handshake::default(),
             amplification: match side {
                 Side::Client => AmplificationLimit::none(),
                 Side::Server => AmplificationLimit::unproved(),
             },
+            closing: Closing::default(),
+            recovery: Recovery::new(&config, controller, now),
+            acks: AckState::default(),
             symbol_size: 0,
-            encoder: None,
-            decoder: None,
-            newest_window_start: SymbolId(0),
-            symbol_scratch: Vec::new(),
-            peer_window: 0,
-            peer_decoded_through: SymbolId(0),
-            peer_end: SymbolId(0),
-            largest_peer_end: SymbolId(0),
-            peer_missing: 0,
-            peer_rank: 0,
-            next_repair_key: 0,
-            repair_credit: 0.0,
-            reactive_owed: 0,
-            tail_owed: 0,
-            tail_armed: false,
-            busy_since: SymbolId(0),
-            probe_owed: 0,
-            pto_count: 0,
-            symbols_acked: false,
-            loss_round: LossRound::default(),
+            sender: SymbolSender::default(),
+            repair: RepairScheduler::new(
+                config.scheme.build(&config.redundancy, config.max_window),
+            ),
+            receiver: Receiver::default(),
             streams: Streams::new(side, limits),
-            rtt: RttEstimator::new(config.initial_rtt),
-            loss: LossEstimator::new(),
-            scheme: config.scheme.build(&config.redundancy, config.max_window),
-            controller,
-            pacer: Pacer::new(config.max_datagram),
-            last_sent: now,
             timers: [None; TIMERS],
             events: VecDeque::new(),
             stats: ConnectionStats::default(),
@@ -537,16 +472,19 @@ impl Connection {
 
     /// Counters and estimates.
     pub fn stats(&self) -> ConnectionStats {
-        let estimate = self.loss.estimate();
+        let estimate = self.recovery.loss.estimate();
         ConnectionStats {
-            rtt: self.rtt.smoothed(),
-            min_rtt: self.rtt.min(),
+            rtt: self.recovery.rtt.smoothed(),
+            min_rtt: self.recovery.rtt.min(),
             loss_rate: estimate.rate,
             loss_burst: estimate.burst,
-            redundancy: self.scheme.proactive_ratio(&estimate, &self.horizon()),
-            cwnd: self.controller.window(),
+            redundancy: self
+                .repair
+                .scheme
+                .proactive_ratio(&estimate, &self.horizon()),
+            cwnd: self.recovery.controller.window(),
             pacing_rate: self.pacing_rate(),
-            bytes_in_flight: self.sent.bytes_in_flight,
+            bytes_in_flight: self.recovery.sent.bytes_in_flight,
             key_updates: self.protection.key_updates(),
             ..self.stats
         }
@@ -556,7 +494,7 @@ impl Connection {
 
     /// Opens a bidirectional stream.
     pub fn open_stream(&mut self) -> Result<StreamId, StreamError> {
-        if self.state != State::Established || self.close_requested {
+        if self.state != State::Established || self.closing.requested {
             return Err(StreamError::NotConnected);
         }
         self.streams.open()
@@ -605,7 +543,7 @@ impl Connection {
     /// peer's decoder, a CLOSE goes out and the connection ends with
     /// [`CloseReason::LocallyClosed`].
     pub fn close(&mut self, now: Instant) {
-        self.close_requested = true;
+        self.closing.requested = true;
         self.maybe_finish_close(now);
     }
 
@@ -647,7 +585,8 @@ impl Connection {
             if now >= until {
                 self.state = State::Closed;
                 let reason = self
-                    .close_reason
+                    .closing
+                    .reason
                     .take()
                     .unwrap_or(CloseReason::LocallyClosed);
                 self.events.push_back(Event::Closed(reason));
@@ -675,27 +614,30 @@ impl Connection {
                     self.events.push_back(Event::Closed(reason));
                     return;
                 }
-                Timer::Ack => self.ack_needed = true,
+                Timer::Ack => self.acks.needed = true,
                 Timer::Loss => self.detect_losses(now),
                 Timer::Probe => self.on_probe_timeout(now),
                 Timer::Pacing => {}
-                Timer::KeepAlive => self.probe_owed = self.probe_owed.max(1),
+                Timer::KeepAlive => self.repair.probe_owed = self.repair.probe_owed.max(1),
             }
         }
     }
 
     fn on_probe_timeout(&mut self, now: Instant) {
-        self.pto_count = self.pto_count.saturating_add(1);
+        self.recovery.pto_count = self.recovery.pto_count.saturating_add(1);
         match self.state {
             State::Handshaking if self.side == Side::Client => {
-                self.handshake_to_send = initial_copies(self.pto_count);
+                self.handshake.to_send = initial_copies(self.recovery.pto_count);
             }
             State::Established => {
                 // No feedback for a while: send a repair over everything the
                 // peer may lack (it stands in for any lost symbol), or a
                 // ping if there is nothing to repair.
-                let mut probes = PROBES * self.pto_count.clamp(1, MAX_PROBE_GROWTH);
-                if self.pto_count == 1 && !self.symbols_acked && self.rtt.has_sample() {
+                let mut probes = PROBES * self.recovery.pto_count.clamp(1, MAX_PROBE_GROWTH);
+                if self.recovery.pto_count == 1
+                    && !self.recovery.symbols_acked
+                    && self.recovery.rtt.has_sample()
+                {
                     // Not one packet of the first flight of symbols came
                     // back within a measured round trip: it most likely
                     // fell whole into a run of loss, and the peer lacks all
@@ -711,14 +653,18 @@ impl Connection {
                     let flight = u32::try_from(self.unconfirmed_symbols()).unwrap_or(u32::MAX);
                     probes = probes.max(flight);
                 }
-                self.probe_owed = self.probe_owed.max(probes);
+                self.repair.probe_owed = self.repair.probe_owed.max(probes);
                 self.detect_losses(now);
                 // The repairs that answered the peer's last reported deficit
                 // have had their time: take them as lost and answer it
                 // again in full, rather than one probe at a time.
-                let deficit = self.peer_missing.saturating_sub(self.peer_rank);
+                let deficit = self
+                    .sender
+                    .peer
+                    .missing
+                    .saturating_sub(self.sender.peer.rank);
                 if deficit > 0 {
-                    let estimate = self.loss.estimate();
+                    let estimate = self.recovery.loss.estimate();
                     // Nothing is taken as coming: answer all of it.
                     let feedback = Feedback {
                         deficit,
@@ -726,12 +672,13 @@ impl Connection {
                         repairs_in_flight: 0,
                         sent_since_report: 0,
                         horizon: self.horizon(),
-                        decoded_through: self.peer_decoded_through,
+                        decoded_through: self.sender.peer.decoded_through,
                         covered: None,
                     };
-                    self.reactive_owed = self
+                    self.repair.reactive_owed = self
+                        .repair
                         .reactive_owed
-                        .max(self.scheme.reactive_repairs(&feedback, &estimate));
+                        .max(self.repair.scheme.reactive_repairs(&feedback, &estimate));
                 }
             }
             _ => {}
@@ -752,22 +699,22 @@ impl Connection {
     /// 2.17 with this).
     fn pto(&self) -> Duration {
         let first_flight = self.state == State::Established
-            && !self.symbols_acked
+            && !self.recovery.symbols_acked
             && self.unconfirmed_symbols() > 0;
         let rtt_part = if first_flight {
-            self.rtt.smoothed() * 5 / 4
+            self.recovery.rtt.smoothed() * 5 / 4
         } else {
-            self.rtt.pto_base()
+            self.recovery.rtt.pto_base()
         };
         let base = rtt_part + self.config.max_ack_delay;
         // Back off, but not for long: on a lossy path a run of lost probes
         // is bad luck more often than congestion, and a probe that waits
         // minutes would turn an outage of seconds into a failed transfer.
-        base * 2u32.pow(self.pto_count.min(MAX_PTO_BACKOFF))
+        base * 2u32.pow(self.recovery.pto_count.min(MAX_PTO_BACKOFF))
     }
 
     fn arm_probe(&mut self, now: Instant) {
-        let outstanding = self.sent.ack_eliciting_in_flight > 0
+        let outstanding = self.recovery.sent.ack_eliciting_in_flight > 0
             || self.state == State::Handshaking
             || self.unconfirmed_symbols() > 0;
         if outstanding {
@@ -779,7 +726,7 @@ impl Connection {
             let from = if self.state == State::Handshaking || held_back {
                 now
             } else {
-                self.last_sent
+                self.recovery.last_sent
             };
             self.set_timer(Timer::Probe, from + self.pto());
         } else {
@@ -794,7 +741,7 @@ impl Connection {
     /// coding cost per repair grows with the span.
     fn repair_span(&self) -> u64 {
         let max = u64::from(self.config.max_repair_span);
-        let flight = self.controller.window() / u64::from(self.config.max_datagram).max(1);
+        let flight = self.recovery.controller.window() / u64::from(self.config.max_datagram).max(1);
         flight.clamp(MIN_REPAIR_SPAN.min(max), max)
     }
 
@@ -802,7 +749,7 @@ impl Connection {
     fn horizon(&self) -> Horizon {
         Horizon {
             span: self.repair_span(),
-            rtt: self.rtt.smoothed(),
+            rtt: self.recovery.rtt.smoothed(),
         }
     }
 
@@ -813,23 +760,24 @@ impl Connection {
     /// The source symbols counted are those sent before the newest repair
     /// in flight: the ones after it are for repairs not yet sent.
     fn flight_covering_gaps(&self) -> Option<Flight> {
-        let encoder = self.encoder.as_ref()?;
+        let encoder = self.sender.encoder.as_ref()?;
         let unconfirmed = encoder
             .next_id()
             .0
-            .saturating_sub(self.peer_decoded_through.0);
+            .saturating_sub(self.sender.peer.decoded_through.0);
         (unconfirmed <= self.repair_span()).then(|| Flight {
-            sources: self.sent.sources_in_flight - self.sent.sources_after_last_repair(),
-            repairs: self.sent.repairs_in_flight + self.sent.proactive_in_flight,
-            rtt: self.rtt.smoothed(),
-            at_stake: encoder.next_id().0.saturating_sub(self.busy_since.0),
+            sources: self.recovery.sent.sources_in_flight
+                - self.recovery.sent.sources_after_last_repair(),
+            repairs: self.recovery.sent.repairs_in_flight + self.recovery.sent.proactive_in_flight,
+            rtt: self.recovery.rtt.smoothed(),
+            at_stake: encoder.next_id().0.saturating_sub(self.sender.busy_since.0),
         })
     }
 
     /// Source symbols sent that the peer has not yet reported decoded.
     fn unconfirmed_symbols(&self) -> u64 {
-        self.encoder.as_ref().map_or(0, |e| {
-            e.next_id().0 - self.peer_decoded_through.0.min(e.next_id().0)
+        self.sender.encoder.as_ref().map_or(0, |e| {
+            e.next_id().0 - self.sender.peer.decoded_through.0.min(e.next_id().0)
         })
     }
 
@@ -838,10 +786,13 @@ impl Connection {
     }
 
     fn pacing_rate(&self) -> u64 {
-        self.controller.pacing_rate(&self.rtt).unwrap_or_else(|| {
-            let srtt = self.rtt.smoothed().as_secs_f64().max(1e-6);
-            ((self.controller.window() as f64 * 1.25) / srtt) as u64
-        })
+        self.recovery
+            .controller
+            .pacing_rate(&self.recovery.rtt)
+            .unwrap_or_else(|| {
+                let srtt = self.recovery.rtt.smoothed().as_secs_f64().max(1e-6);
+                ((self.recovery.controller.window() as f64 * 1.25) / srtt) as u64
+            })
     }
 
     /// The next datagram to send, if any.
@@ -849,7 +800,7 @@ impl Connection {
         match self.state {
             State::Closed => return None,
             State::Draining(_) => {
-                let (code, reason) = self.close_to_send.take()?;
+                let (code, reason) = self.closing.to_send.take()?;
                 if !self.can_seal_data() {
                     // No keys yet: the peer could not open it.
                     return None;
@@ -865,22 +816,22 @@ impl Connection {
             self.stats.amplification_limited += 1;
             return None;
         }
-        if self.handshake_to_send > 0 {
-            self.handshake_to_send -= 1;
+        if self.handshake.to_send > 0 {
+            self.handshake.to_send -= 1;
             return Some(self.build_handshake(now));
         }
         if self.state != State::Established {
             return None;
         }
-        if self.ack_needed {
-            self.ack_needed = false;
+        if self.acks.needed {
+            self.acks.needed = false;
             return Some(self.build_ack(now));
         }
         if let Some(transmit) = self.poll_symbol(now) {
             return Some(transmit);
         }
-        if self.probe_owed > 0 {
-            self.probe_owed -= 1;
+        if self.repair.probe_owed > 0 {
+            self.repair.probe_owed -= 1;
             return Some(self.build_ping(now));
         }
         None
@@ -891,58 +842,63 @@ impl Connection {
             self.set_timer(Timer::Pacing, until);
             return None;
         }
-        let encoder = self.encoder.as_ref()?;
+        let encoder = self.sender.encoder.as_ref()?;
         let held = encoder.next_id().0 - encoder.oldest().0;
-        let window_open = encoder.next_id().0 < self.peer_decoded_through.0 + self.peer_window
+        let window_open = encoder.next_id().0
+            < self.sender.peer.decoded_through.0 + self.sender.peer.window
             && held < u64::from(encoder.config().max_window)
             && self
+                .repair
                 .scheme
-                .may_send_source(encoder.next_id(), self.peer_decoded_through);
-        let probe = self.probe_owed > 0 && held > 0;
+                .may_send_source(encoder.next_id(), self.sender.peer.decoded_through);
+        let probe = self.repair.probe_owed > 0 && held > 0;
         let data = window_open && self.streams.has_pending();
-        let want_repair =
-            held > 0 && (self.reactive_owed > 0 || self.repair_credit >= 1.0 || self.tail_owed > 0);
+        let want_repair = held > 0
+            && (self.repair.reactive_owed > 0
+                || self.repair.credit >= 1.0
+                || self.repair.tail_owed > 0);
         if !(probe || data || want_repair) {
             return None;
         }
         if !probe {
             let size = usize::from(self.config.max_datagram) as u64;
-            if self.sent.bytes_in_flight + size > self.controller.window() {
+            if self.recovery.sent.bytes_in_flight + size > self.recovery.controller.window() {
                 return None;
             }
             let rate = self.pacing_rate();
-            let window = self.controller.window();
+            let window = self.recovery.controller.window();
             let bucket = self
+                .recovery
                 .controller
-                .pacing_burst(&self.rtt)
+                .pacing_burst(&self.recovery.rtt)
                 .map_or(window, |burst| burst.min(window));
-            if let Some(at) = self.pacer.delay(now, size, rate, bucket) {
+            if let Some(at) = self.recovery.pacer.delay(now, size, rate, bucket) {
                 self.set_timer(Timer::Pacing, at);
                 return None;
             }
         }
-        if probe || self.reactive_owed > 0 {
+        if probe || self.repair.reactive_owed > 0 {
             let reason = if probe {
-                self.probe_owed -= 1;
+                self.repair.probe_owed -= 1;
                 self.stats.repair_probe += 1;
                 RepairReason::Probe
             } else {
-                self.reactive_owed -= 1;
+                self.repair.reactive_owed -= 1;
                 self.stats.repair_reactive += 1;
                 RepairReason::Reactive
             };
             return self.build_repair(now, reason);
         }
-        if self.repair_credit >= 1.0 && held > 0 {
-            self.repair_credit -= 1.0;
+        if self.repair.credit >= 1.0 && held > 0 {
+            self.repair.credit -= 1.0;
             self.stats.repair_proactive += 1;
             return self.build_repair(now, RepairReason::Proactive);
         }
         if data {
             return self.build_source(now);
         }
-        if self.tail_owed > 0 {
-            self.tail_owed -= 1;
+        if self.repair.tail_owed > 0 {
+            self.repair.tail_owed -= 1;
             self.stats.repair_tail += 1;
             return self.build_repair(now, RepairReason::Tail);
         }
@@ -952,7 +908,7 @@ impl Connection {
     /// The largest packet number this end has received, which the next
     /// packet's truncated number is expanded against.
     pub(crate) fn largest_received(&self) -> Option<PacketNumber> {
-        self.received.largest().map(PacketNumber)
+        self.acks.received.largest().map(PacketNumber)
     }
 
     // ---- building packets ----
@@ -964,14 +920,14 @@ impl Connection {
     /// [`REPLAY_WINDOW`] or more behind its newest, and each packet carries
     /// at most one new symbol).
     fn truncate_symbol_id(&self, id: SymbolId) -> TruncatedSymbolId {
-        let sent_end = self.encoder.as_ref().map_or(id, |e| e.next_id());
+        let sent_end = self.sender.encoder.as_ref().map_or(id, |e| e.next_id());
         let highest_end = SymbolId(sent_end.0.saturating_add(REPLAY_WINDOW));
-        TruncatedSymbolId::truncate(id, self.largest_peer_end, highest_end)
+        TruncatedSymbolId::truncate(id, self.sender.peer.largest_end, highest_end)
     }
 
     fn begin_packet(&mut self, packet_type: PacketType) -> (Vec<u8>, u64, usize) {
-        let number = self.next_number;
-        self.next_number += 1;
+        let number = self.recovery.next_number;
+        self.recovery.next_number += 1;
         let mut buf = Vec::with_capacity(usize::from(self.config.max_datagram));
         let header = Header {
             packet_type,
@@ -979,7 +935,7 @@ impl Connection {
             dcid: self.remote_cid,
             number: TruncatedPacketNumber::truncate(
                 PacketNumber(number),
-                self.largest_acked.map(PacketNumber),
+                self.recovery.largest_acked.map(PacketNumber),
             ),
         };
         header.emit(&mut buf);
@@ -1004,7 +960,7 @@ impl Connection {
         let size = buf.len() as u64;
         self.amplification.on_sent(size);
         if let Some(carried) = carried {
-            self.sent.on_sent(
+            self.recovery.sent.on_sent(
                 number,
                 SentPacket {
                     time: now,
@@ -1013,10 +969,11 @@ impl Connection {
                     carried,
                 },
             );
-            self.controller
-                .on_sent(now, size, self.sent.bytes_in_flight);
-            self.pacer.on_sent(now, size);
-            self.last_sent = now;
+            self.recovery
+                .controller
+                .on_sent(now, size, self.recovery.sent.bytes_in_flight);
+            self.recovery.pacer.on_sent(now, size);
+            self.recovery.last_sent = now;
             if self.timers[Timer::Probe as usize].is_none() {
                 self.set_timer(Timer::Probe, now + self.pto());
             }
@@ -1078,24 +1035,25 @@ impl Connection {
             // Pad the first flight so that the path is known to carry
             // full-size datagrams (and, later, to bound amplification).
             let cookie = self
+                .handshake
                 .retry_cookie
                 .as_deref()
                 .map_or(0, InitialDatagram::cookie_overhead);
             let target = MIN_INITIAL.saturating_sub(tag_len + cookie);
             buf.resize(buf.len().max(target), 0);
-            self.handshake_attempts += 1;
+            self.handshake.attempts += 1;
             // The copies of the first flight leave together: an answer to
             // either is an RTT sample. After a retransmission it is ambiguous.
-            if self.handshake_attempts == 1 {
-                self.handshake_sent = Some(now);
-            } else if self.handshake_attempts > u32::from(INITIAL_COPIES) {
-                self.handshake_sent = None;
+            if self.handshake.attempts == 1 {
+                self.handshake.sent = Some(now);
+            } else if self.handshake.attempts > u32::from(INITIAL_COPIES) {
+                self.handshake.sent = None;
             }
             self.set_timer(Timer::Probe, now + self.pto());
         }
         let mut transmit =
             self.finish_packet(now, buf, number, header_len, PacketKind::Handshake, None);
-        if let (Side::Client, Some(cookie)) = (self.side, self.retry_cookie.as_deref()) {
+        if let (Side::Client, Some(cookie)) = (self.side, self.handshake.retry_cookie.as_deref()) {
             transmit.contents = InitialDatagram::wrap(cookie, &transmit.contents);
             let overhead = InitialDatagram::cookie_overhead(cookie) as u64;
             self.stats.bytes_sent += overhead;
@@ -1110,14 +1068,15 @@ impl Connection {
     /// `now`: the first flight's copies, sent together, are read by the
     /// spacing of their answers.
     fn on_copy_sent(&mut self, now: Instant, number: u64, bytes: u64) {
-        if self.handshake_attempts == 1 {
-            self.copy_spacing = Some(CopySpacing::new(number, bytes, now));
+        if self.handshake.attempts == 1 {
+            self.handshake.copy_spacing = Some(CopySpacing::new(number, bytes, now));
         } else if !self
+            .handshake
             .copy_spacing
             .as_mut()
             .is_some_and(|spacing| spacing.on_copy(number, bytes, now))
         {
-            self.copy_spacing = None;
+            self.handshake.copy_spacing = None;
         }
     }
 
@@ -1125,25 +1084,27 @@ impl Connection {
     /// answers a copy of the first Initial, the copies' spacing may give
     /// the controller the bottleneck's rate.
     fn on_copy_answer(&mut self, now: Instant, largest: u64) {
-        let Some(spacing) = self.copy_spacing.as_mut() else {
+        let Some(spacing) = self.handshake.copy_spacing.as_mut() else {
             return;
         };
         match spacing.on_ack(largest, now) {
             Reading::Pending => {}
             Reading::Rate(rate) => {
-                self.copy_spacing = None;
-                self.controller.on_handshake_spacing(now, rate, &self.rtt);
+                self.handshake.copy_spacing = None;
+                self.recovery
+                    .controller
+                    .on_handshake_spacing(now, rate, &self.recovery.rtt);
             }
-            Reading::None => self.copy_spacing = None,
+            Reading::None => self.handshake.copy_spacing = None,
         }
     }
 
     /// Until when the first data waits for the copies' reading, if it does.
     fn first_data_hold(&mut self, now: Instant) -> Option<Instant> {
-        let spacing = self.copy_spacing.as_mut()?;
+        let spacing = self.handshake.copy_spacing.as_mut()?;
         let hold = spacing.hold(now);
         if spacing.is_concluded() {
-            self.copy_spacing = None;
+            self.handshake.copy_spacing = None;
         }
         hold
     }
@@ -1155,7 +1116,7 @@ impl Connection {
             reason: reason.as_bytes(),
         })
         .emit(&mut buf);
-        let now = self.last_sent;
+        let now = self.recovery.last_sent;
         self.finish_packet(now, buf, number, header_len, PacketKind::Close, None)
     }
 
@@ -1173,7 +1134,7 @@ impl Connection {
     }
 
     fn decoder_state(&mut self) -> DecoderState {
-        match self.decoder.as_mut() {
+        match self.receiver.decoder.as_mut() {
             Some(decoder) => {
                 let decoded_through = decoder.next_missing();
                 DecoderState {
@@ -1181,7 +1142,7 @@ impl Connection {
                     end: decoder_end(decoder),
                     missing: decoder.missing(),
                     rank: decoder.rank() as u64,
-                    settled: decoder.deficit_before(self.newest_window_start),
+                    settled: decoder.deficit_before(self.receiver.newest_window_start),
                 }
             }
             None => DecoderState {
@@ -1195,21 +1156,22 @@ impl Connection {
     }
 
     fn emit_ack(&mut self, now: Instant, buf: &mut Vec<u8>) {
-        let ranges = self.received.ranges(ACK_RANGES);
+        let ranges = self.acks.received.ranges(ACK_RANGES);
         if ranges.is_empty() {
             return;
         }
         let delay = self
+            .acks
             .largest_received_time
             .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
         let ack = AckFrame {
             ranges,
             ack_delay_us: delay.as_micros() as u64,
-            ecn: self.ecn_received,
+            ecn: self.acks.ecn,
             decoder: self.decoder_state(),
         };
         Frame::Ack(ack).emit(buf);
-        self.ack_eliciting_unacked = 0;
+        self.acks.eliciting_unacked = 0;
         self.timers[Timer::Ack as usize] = None;
     }
 
@@ -1220,7 +1182,7 @@ impl Connection {
     }
 
     fn build_source(&mut self, now: Instant) -> Option<Transmit> {
-        let mut symbol = std::mem::take(&mut self.symbol_scratch);
+        let mut symbol = std::mem::take(&mut self.sender.scratch);
         symbol.clear();
         self.streams.fill(
             &mut symbol,
@@ -1229,15 +1191,15 @@ impl Connection {
             self.config.trace,
         );
         if symbol.is_empty() {
-            self.symbol_scratch = symbol;
+            self.sender.scratch = symbol;
             return None;
         }
-        let encoder = self.encoder.as_mut()?;
+        let encoder = self.sender.encoder.as_mut()?;
         let idle = encoder.next_id() == encoder.oldest();
         let id = match encoder.push(&symbol) {
             Ok(id) => id,
             Err(EncodeError::IdsExhausted) => {
-                self.symbol_scratch = symbol;
+                self.sender.scratch = symbol;
                 self.start_close(
                     now,
                     codes::PROTOCOL_VIOLATION,
@@ -1252,7 +1214,7 @@ impl Connection {
             Err(e) => unreachable!("the window was checked before building: {e}"),
         };
         if idle {
-            self.busy_since = id;
+            self.sender.busy_since = id;
         }
         let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
         // Trailing zeros need not travel: the receiver pads the symbol back.
@@ -1262,23 +1224,27 @@ impl Connection {
             data: &symbol[..used],
         })
         .emit(&mut buf);
-        self.symbol_scratch = symbol;
+        self.sender.scratch = symbol;
         self.stats.source_symbols_sent += 1;
-        let estimate = self.loss.estimate();
+        let estimate = self.recovery.loss.estimate();
         let horizon = self.horizon();
-        self.repair_credit =
-            self.scheme
-                .credit_after_source(id, self.repair_credit, &estimate, &horizon);
+        self.repair.credit =
+            self.repair
+                .scheme
+                .credit_after_source(id, self.repair.credit, &estimate, &horizon);
         // More data followed: the tail was not the end after all.
-        self.tail_owed = 0;
-        self.tail_armed = true;
+        self.repair.tail_owed = 0;
+        self.repair.tail_armed = true;
         let next = SymbolId(id.0 + 1);
         if !self.streams.has_pending()
-            || !self.scheme.may_send_source(next, self.peer_decoded_through)
+            || !self
+                .repair
+                .scheme
+                .may_send_source(next, self.sender.peer.decoded_through)
         {
             self.arm_tail(&estimate);
         }
-        self.scheme.on_source_sent(number, id);
+        self.repair.scheme.on_source_sent(number, id);
         Some(self.finish_packet(
             now,
             buf,
@@ -1292,14 +1258,14 @@ impl Connection {
     /// The sender ran out of new data: protect the symbols whose fate is
     /// not known yet, so the tail does not wait for a time-out.
     fn arm_tail(&mut self, estimate: &LossEstimate) {
-        if !self.tail_armed {
+        if !self.repair.tail_armed {
             return;
         }
-        self.tail_armed = false;
-        let Some(encoder) = self.encoder.as_ref() else {
+        self.repair.tail_armed = false;
+        let Some(encoder) = self.sender.encoder.as_ref() else {
             return;
         };
-        let reported = self.peer_end.max(self.peer_decoded_through);
+        let reported = self.sender.peer.end.max(self.sender.peer.decoded_through);
         let unconfirmed = encoder
             .next_id()
             .0
@@ -1309,18 +1275,23 @@ impl Connection {
         // their proactive repairs, so that the last gap rarely waits for a
         // round trip of feedback.
         let flight = Flight {
-            sources: self.sent.sources_in_flight,
-            repairs: self.sent.proactive_in_flight,
-            rtt: self.rtt.smoothed(),
-            at_stake: encoder.next_id().0.saturating_sub(self.busy_since.0),
+            sources: self.recovery.sent.sources_in_flight,
+            repairs: self.recovery.sent.proactive_in_flight,
+            rtt: self.recovery.rtt.smoothed(),
+            at_stake: encoder.next_id().0.saturating_sub(self.sender.busy_since.0),
         };
         let tail = self
+            .repair
             .scheme
             .tail_repairs(unconfirmed, encoder.next_id(), estimate)
-            .max(self.scheme.tail_repairs_for_flight(&flight, estimate));
-        let credit = self.repair_credit.ceil() as u64;
-        self.tail_owed = self.tail_owed.max(tail.max(credit));
-        self.repair_credit = 0.0;
+            .max(
+                self.repair
+                    .scheme
+                    .tail_repairs_for_flight(&flight, estimate),
+            );
+        let credit = self.repair.credit.ceil() as u64;
+        self.repair.tail_owed = self.repair.tail_owed.max(tail.max(credit));
+        self.repair.credit = 0.0;
     }
 
     /// A repair symbol for `reason`, over the window and in the code the
@@ -1328,26 +1299,26 @@ impl Connection {
     /// proactive repair, the peer's oldest gaps otherwise).
     fn build_repair(&mut self, now: Instant, reason: RepairReason) -> Option<Transmit> {
         let span = self.repair_span();
-        let encoder = self.encoder.as_mut()?;
+        let encoder = self.sender.encoder.as_mut()?;
         if encoder.next_id() == encoder.oldest() {
             return None;
         }
         let range = RepairRange {
             oldest: encoder.oldest(),
             next: encoder.next_id(),
-            peer_end: self.peer_end,
+            peer_end: self.sender.peer.end,
             max_span: span,
         };
-        let plan = self.scheme.plan_repair(reason, &range)?;
-        let key = RepairKey(self.next_repair_key);
-        self.next_repair_key = self.next_repair_key.wrapping_add(1);
-        let mut data = std::mem::take(&mut self.symbol_scratch);
+        let plan = self.repair.scheme.plan_repair(reason, &range)?;
+        let key = RepairKey(self.sender.next_repair_key);
+        self.sender.next_repair_key = self.sender.next_repair_key.wrapping_add(1);
+        let mut data = std::mem::take(&mut self.sender.scratch);
         data.resize(self.symbol_size, 0);
         if encoder
             .repair_with(plan.code, plan.window, key, &mut data)
             .is_err()
         {
-            self.symbol_scratch = data;
+            self.sender.scratch = data;
             return None;
         }
         let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
@@ -1359,9 +1330,9 @@ impl Connection {
             data: &data,
         })
         .emit(&mut buf);
-        self.symbol_scratch = data;
+        self.sender.scratch = data;
         self.stats.repair_symbols_sent += 1;
-        self.scheme.on_repair_sent(number, reason, &plan);
+        self.repair.scheme.on_repair_sent(number, reason, &plan);
         Some(self.finish_packet(
             now,
             buf,
@@ -1383,22 +1354,23 @@ impl Connection {
             return;
         }
         if self.state == State::Established || self.side == Side::Client {
-            self.close_to_send = Some((code, reason));
+            self.closing.to_send = Some((code, reason));
         }
-        self.close_reason = Some(why);
-        self.last_sent = now;
+        self.closing.reason = Some(why);
+        self.recovery.last_sent = now;
         self.state = State::Draining(now + self.pto() * DRAIN_PTOS);
         self.timers = [None; TIMERS];
     }
 
     fn maybe_finish_close(&mut self, now: Instant) {
-        if !self.close_requested || self.state != State::Established {
+        if !self.closing.requested || self.state != State::Established {
             return;
         }
         let delivered = self
+            .sender
             .encoder
             .as_ref()
-            .is_none_or(|e| self.peer_decoded_through >= e.next_id());
+            .is_none_or(|e| self.sender.peer.decoded_through >= e.next_id());
         if delivered && self.streams.all_sent() {
             self.start_close(
                 now,
@@ -1436,7 +1408,7 @@ impl Connection {
         };
         let number = header
             .number
-            .expand(self.received.largest().map(PacketNumber));
+            .expand(self.acks.received.largest().map(PacketNumber));
         if header.packet_type != PacketType::Data && self.handshake_sealed_apart() {
             return self.handle_secure_handshake(now, header, number, header_len, datagram);
         }
@@ -1456,8 +1428,8 @@ impl Connection {
             }
             _ => false,
         };
-        let previous_largest = self.received.largest();
-        if !accepted || !self.received.insert(number.0) {
+        let previous_largest = self.acks.received.largest();
+        if !accepted || !self.acks.received.insert(number.0) {
             self.stats.packets_dropped += 1;
             return;
         }
@@ -1469,13 +1441,13 @@ impl Connection {
         self.stats.packets_received += 1;
         self.stats.bytes_received += datagram.len() as u64;
         match ecn {
-            EcnCodepoint::Ect0 => self.ecn_received.ect0 += 1,
-            EcnCodepoint::Ect1 => self.ecn_received.ect1 += 1,
-            EcnCodepoint::Ce => self.ecn_received.ce += 1,
+            EcnCodepoint::Ect0 => self.acks.ecn.ect0 += 1,
+            EcnCodepoint::Ect1 => self.acks.ecn.ect1 += 1,
+            EcnCodepoint::Ce => self.acks.ecn.ce += 1,
             EcnCodepoint::NotEct => {}
         }
-        if self.received.largest() == Some(number.0) {
-            self.largest_received_time = Some(now);
+        if self.acks.received.largest() == Some(number.0) {
+            self.acks.largest_received_time = Some(now);
         }
         if self.config.trace {
             self.events
@@ -1520,12 +1492,15 @@ impl Connection {
         // up by the acknowledgement delay.
         let in_order = previous_largest.is_none_or(|l| l.checked_add(1) == Some(number.0));
         if ack_eliciting {
-            self.ack_eliciting_unacked += 1;
+            self.acks.eliciting_unacked += 1;
             let quick = self.stats.packets_received <= QUICK_ACKS;
-            if self.ack_eliciting_unacked >= self.config.ack_frequency || !in_order || quick {
-                self.ack_needed = true;
+            if self.acks.eliciting_unacked >= self.config.ack_frequency || !in_order || quick {
+                self.acks.needed = true;
             } else if self.timers[Timer::Ack as usize].is_none() {
-                let delay = self.config.max_ack_delay.min(self.rtt.smoothed() / 4);
+                let delay = self
+                    .config
+                    .max_ack_delay
+                    .min(self.recovery.rtt.smoothed() / 4);
                 self.set_timer(Timer::Ack, now + delay);
             }
         }
@@ -1557,7 +1532,7 @@ impl Connection {
                     code: close.code,
                     reason: close.reason_lossy().into_owned(),
                 };
-                self.close_reason = Some(reason);
+                self.closing.reason = Some(reason);
                 self.state = State::Draining(now + self.pto() * DRAIN_PTOS);
                 self.timers = [None; TIMERS];
             }
@@ -1590,7 +1565,7 @@ impl Connection {
         if self.state == State::Established {
             // A repeated client Initial: our answer was lost; send it again.
             if self.side == Side::Server && handshake.source_cid == self.remote_cid {
-                self.handshake_to_send = 1;
+                self.handshake.to_send = 1;
             }
             return Ok(());
         }
@@ -1626,10 +1601,10 @@ impl Connection {
                 reason: "transport parameters out of range".into(),
             });
         };
-        self.encoder = Some(encoder);
-        self.decoder = Some(decoder);
-        self.peer_window = u64::from(params.max_window);
-        self.scheme = self
+        self.sender.encoder = Some(encoder);
+        self.receiver.decoder = Some(decoder);
+        self.sender.peer.window = u64::from(params.max_window);
+        self.repair.scheme = self
             .config
             .scheme
             .build(&self.config.redundancy, params.max_window);
@@ -1638,28 +1613,35 @@ impl Connection {
         if established {
             self.state = State::Established;
         }
-        self.pto_count = 0;
+        self.recovery.pto_count = 0;
         self.timers[Timer::Probe as usize] = None;
         if self.side == Side::Server {
-            self.handshake_to_send = 1;
+            self.handshake.to_send = 1;
         }
-        if let Some(sent) = self.handshake_sent.take() {
+        if let Some(sent) = self.handshake.sent.take() {
             // Unambiguous only if the Initial went once.
-            self.rtt
+            self.recovery
+                .rtt
                 .update(Duration::ZERO, now.saturating_duration_since(sent));
-            self.controller.on_rtt_sample(now, &self.rtt);
+            self.recovery
+                .controller
+                .on_rtt_sample(now, &self.recovery.rtt);
         }
         if self.side == Side::Client && established {
             // The copies' answers are read only by a controller that asks,
             // and only with the handshake's round trip to bound the wait.
-            if self.controller.reads_handshake_spacing() && self.rtt.has_sample() {
-                if let Some(spacing) = self.copy_spacing.as_mut() {
-                    if spacing.on_established(now, self.rtt.latest()).is_none() {
-                        self.copy_spacing = None;
+            if self.recovery.controller.reads_handshake_spacing() && self.recovery.rtt.has_sample()
+            {
+                if let Some(spacing) = self.handshake.copy_spacing.as_mut() {
+                    if spacing
+                        .on_established(now, self.recovery.rtt.latest())
+                        .is_none()
+                    {
+                        self.handshake.copy_spacing = None;
                     }
                 }
             } else {
-                self.copy_spacing = None;
+                self.handshake.copy_spacing = None;
             }
         }
         if established {
@@ -1675,7 +1657,7 @@ impl Connection {
                 reason: format!("source symbol of {} bytes", source.data.len()),
             });
         }
-        let Some(decoder) = self.decoder.as_mut() else {
+        let Some(decoder) = self.receiver.decoder.as_mut() else {
             return Ok(());
         };
         let id = source.id.expand(decoder_end(decoder));
@@ -1688,12 +1670,12 @@ impl Connection {
                 ),
             });
         }
-        let mut padded = std::mem::take(&mut self.symbol_scratch);
+        let mut padded = std::mem::take(&mut self.receiver.scratch);
         padded.clear();
         padded.extend_from_slice(source.data);
         padded.resize(self.symbol_size, 0);
         let result = decoder.receive_source(id, &padded);
-        self.symbol_scratch = padded;
+        self.receiver.scratch = padded;
         match result {
             Ok(_) => {}
             Err(ltx_coding::codec::DecodeError::Duplicate(_))
@@ -1715,7 +1697,7 @@ impl Connection {
                 reason: format!("repair symbol of {} bytes", repair.data.len()),
             });
         }
-        let Some(decoder) = self.decoder.as_mut() else {
+        let Some(decoder) = self.receiver.decoder.as_mut() else {
             return Ok(());
         };
         let announced = announced_end(decoder, self.config.max_window);
@@ -1729,7 +1711,7 @@ impl Connection {
                 ),
             });
         };
-        self.newest_window_start = self.newest_window_start.max(window.first);
+        self.receiver.newest_window_start = self.receiver.newest_window_start.max(window.first);
         if window_end <= decoder.next_missing() {
             // Everything it covers is known: nothing to learn.
             self.stats.repairs_redundant += 1;
@@ -1768,7 +1750,7 @@ impl Connection {
     /// Hands every newly known symbol's frames to the streams, then lets
     /// the decoder forget what lies well behind its first unknown symbol.
     fn deliver_symbols(&mut self, received: Option<SymbolId>) -> Result<(), Violation> {
-        let Some(mut decoder) = self.decoder.take() else {
+        let Some(mut decoder) = self.receiver.decoder.take() else {
             return Ok(());
         };
         let mut result = Ok(());
@@ -1805,7 +1787,7 @@ impl Connection {
         if keep_from > decoder.base() {
             decoder.consume(keep_from);
         }
-        self.decoder = Some(decoder);
+        self.receiver.decoder = Some(decoder);
         result
     }
 
@@ -1814,7 +1796,7 @@ impl Connection {
             return Ok(());
         };
         let largest = largest.0;
-        if largest >= self.next_number {
+        if largest >= self.recovery.next_number {
             return Err(Violation {
                 code: codes::PROTOCOL_VIOLATION,
                 reason: format!("acknowledgement of packet {largest}, never sent"),
@@ -1822,110 +1804,134 @@ impl Connection {
         }
         let mut outcome = AckOutcome::default();
         for range in &ack.ranges {
-            self.sent
+            self.recovery
+                .sent
                 .on_ack_range(*range.start(), *range.end(), &mut outcome);
         }
-        let newest = self.largest_acked.is_none_or(|l| largest >= l);
+        let newest = self.recovery.largest_acked.is_none_or(|l| largest >= l);
         if newest {
             if let Some(&(number, packet)) = outcome.acked.last() {
                 if number == largest {
                     let ack_delay =
                         Duration::from_micros(ack.ack_delay_us).min(self.config.max_ack_delay);
-                    self.rtt
+                    self.recovery
+                        .rtt
                         .update(ack_delay, now.saturating_duration_since(packet.time));
-                    self.loss_round
-                        .on_rtt_sample(now, self.rtt.smoothed(), self.rtt.latest());
-                    self.controller.on_rtt_sample(now, &self.rtt);
+                    self.recovery.loss_round.on_rtt_sample(
+                        now,
+                        self.recovery.rtt.smoothed(),
+                        self.recovery.rtt.latest(),
+                    );
+                    self.recovery
+                        .controller
+                        .on_rtt_sample(now, &self.recovery.rtt);
                 }
             }
-            self.largest_acked = Some(largest);
+            self.recovery.largest_acked = Some(largest);
         }
-        self.loss_round
-            .on_acked(now, self.rtt.smoothed(), outcome.acked.len() as u64);
+        self.recovery.loss_round.on_acked(
+            now,
+            self.recovery.rtt.smoothed(),
+            outcome.acked.len() as u64,
+        );
         for &(number, packet) in &outcome.acked {
-            self.symbols_acked |= packet.carried != Carried::Other;
-            self.loss.on_delivered(number);
-            self.scheme.on_packet_acked(number);
-            self.controller
-                .on_ack(now, packet.time, packet.size, false, &self.rtt);
+            self.recovery.symbols_acked |= packet.carried != Carried::Other;
+            self.recovery.loss.on_delivered(number);
+            self.repair.scheme.on_packet_acked(number);
+            self.recovery.controller.on_ack(
+                now,
+                packet.time,
+                packet.size,
+                false,
+                &self.recovery.rtt,
+            );
         }
         for &number in &outcome.spurious {
-            self.loss.on_spurious(number);
+            self.recovery.loss.on_spurious(number);
         }
-        if ack.ecn.ce > self.peer_ce {
-            let newly = ack.ecn.ce - self.peer_ce;
-            self.peer_ce = ack.ecn.ce;
+        if ack.ecn.ce > self.recovery.peer_ce {
+            let newly = ack.ecn.ce - self.recovery.peer_ce;
+            self.recovery.peer_ce = ack.ecn.ce;
             self.stats.ce_marks += newly;
             let sent = outcome.acked.last().map_or(now, |(_, p)| p.time);
-            self.controller.on_ecn_ce(now, sent, newly, &self.rtt);
+            self.recovery
+                .controller
+                .on_ecn_ce(now, sent, newly, &self.recovery.rtt);
         }
         if !outcome.acked.is_empty() {
-            self.pto_count = 0;
+            self.recovery.pto_count = 0;
         }
         self.detect_losses(now);
 
         // The peer's decoder: free what it has, and answer its deficit.
         if newest {
             let state = ack.decoder;
-            if state.decoded_through > self.peer_decoded_through {
-                self.peer_decoded_through = state.decoded_through;
+            if state.decoded_through > self.sender.peer.decoded_through {
+                self.sender.peer.decoded_through = state.decoded_through;
             }
-            if let Some(encoder) = self.encoder.as_mut() {
+            if let Some(encoder) = self.sender.encoder.as_mut() {
                 if state.end > encoder.next_id() {
                     return Err(Violation {
                         code: codes::PROTOCOL_VIOLATION,
                         reason: format!("peer reports symbol {} never sent", state.end),
                     });
                 }
-                encoder.acknowledge(self.peer_decoded_through);
+                encoder.acknowledge(self.sender.peer.decoded_through);
             }
-            self.peer_end = state.end;
-            self.largest_peer_end = self.largest_peer_end.max(state.end);
-            self.peer_missing = state.missing;
-            self.peer_rank = state.rank;
-            let estimate = self.loss.estimate();
+            self.sender.peer.end = state.end;
+            self.sender.peer.largest_end = self.sender.peer.largest_end.max(state.end);
+            self.sender.peer.missing = state.missing;
+            self.sender.peer.rank = state.rank;
+            let estimate = self.recovery.loss.estimate();
             // The decoder lacks `missing − rank` equations: repairs it holds
             // but could not yet solve with count already.
             let deficit = state.missing.saturating_sub(state.rank);
-            let next = self.encoder.as_ref().map_or(state.end, |e| e.next_id());
+            let next = self
+                .sender
+                .encoder
+                .as_ref()
+                .map_or(state.end, |e| e.next_id());
             let feedback = Feedback {
                 deficit,
                 settled: state.settled,
-                repairs_in_flight: self.sent.repairs_in_flight,
+                repairs_in_flight: self.recovery.sent.repairs_in_flight,
                 sent_since_report: next.0.saturating_sub(state.end.0),
                 horizon: self.horizon(),
-                decoded_through: self.peer_decoded_through,
+                decoded_through: self.sender.peer.decoded_through,
                 // Nothing to answer without a deficit, and finding the
                 // flight walks the packets in flight.
                 covered: (deficit > 0).then(|| self.flight_covering_gaps()).flatten(),
             };
-            let mut owed = self.scheme.reactive_repairs(&feedback, &estimate);
+            let mut owed = self.repair.scheme.reactive_repairs(&feedback, &estimate);
             if owed > 0 && !self.streams.has_pending() {
                 // Nothing else to send: the link is ours, and another round
                 // trip for the last gap costs more than a few repairs.
                 owed *= 2;
             }
-            self.reactive_owed = owed;
+            self.repair.reactive_owed = owed;
         }
         if self.config.trace {
-            let estimate = self.loss.estimate();
+            let estimate = self.recovery.loss.estimate();
             self.events
                 .push_back(Event::Trace(TraceEvent::Metrics(Metrics {
-                    cwnd: self.controller.window(),
-                    bytes_in_flight: self.sent.bytes_in_flight,
-                    srtt: self.rtt.smoothed().as_secs_f64(),
-                    min_rtt: self.rtt.min().as_secs_f64(),
+                    cwnd: self.recovery.controller.window(),
+                    bytes_in_flight: self.recovery.sent.bytes_in_flight,
+                    srtt: self.recovery.rtt.smoothed().as_secs_f64(),
+                    min_rtt: self.recovery.rtt.min().as_secs_f64(),
                     loss_rate: estimate.rate,
                     burst: estimate.burst,
-                    redundancy: self.scheme.proactive_ratio(&estimate, &self.horizon()),
-                    peer_decoded_through: self.peer_decoded_through.0,
-                    peer_missing: self.peer_missing,
-                    peer_rank: self.peer_rank,
-                    next_symbol: self.encoder.as_ref().map_or(0, |e| e.next_id().0),
+                    redundancy: self
+                        .repair
+                        .scheme
+                        .proactive_ratio(&estimate, &self.horizon()),
+                    peer_decoded_through: self.sender.peer.decoded_through.0,
+                    peer_missing: self.sender.peer.missing,
+                    peer_rank: self.sender.peer.rank,
+                    next_symbol: self.sender.encoder.as_ref().map_or(0, |e| e.next_id().0),
                 })));
         }
         if self.unconfirmed_symbols() == 0 {
-            self.tail_owed = 0;
+            self.repair.tail_owed = 0;
         }
         self.arm_probe(now);
         self.maybe_finish_close(now);
@@ -1933,12 +1939,12 @@ impl Connection {
     }
 
     fn detect_losses(&mut self, now: Instant) {
-        let Some(largest) = self.largest_acked else {
+        let Some(largest) = self.recovery.largest_acked else {
             return;
         };
-        let rtt = self.rtt.latest().max(self.rtt.smoothed());
+        let rtt = self.recovery.rtt.latest().max(self.recovery.rtt.smoothed());
         let loss_delay = (rtt * 9 / 8).max(Duration::from_millis(1));
-        let (lost, next) = self.sent.detect_losses(now, largest, loss_delay);
+        let (lost, next) = self.recovery.sent.detect_losses(now, largest, loss_delay);
         match next {
             Some(at) => self.set_timer(Timer::Loss, at),
             None => self.timers[Timer::Loss as usize] = None,
@@ -1947,8 +1953,8 @@ impl Connection {
             return;
         }
         for &(number, _) in &lost {
-            self.loss.on_lost(number);
-            self.scheme.on_packet_lost(number);
+            self.recovery.loss.on_lost(number);
+            self.repair.scheme.on_packet_lost(number);
             if self.config.trace {
                 self.events.push_back(Event::Trace(TraceEvent::PacketLost {
                     number: PacketNumber(number),
@@ -1956,16 +1962,23 @@ impl Connection {
             }
         }
         self.stats.packets_lost += lost.len() as u64;
-        self.loss_round
-            .on_lost(now, self.rtt.smoothed(), lost.len() as u64);
-        let above = self
+        self.recovery
             .loss_round
-            .above_baseline(&self.loss.estimate(), &self.rtt);
+            .on_lost(now, self.recovery.rtt.smoothed(), lost.len() as u64);
+        let above = self
+            .recovery
+            .loss_round
+            .above_baseline(&self.recovery.loss.estimate(), &self.recovery.rtt);
         // One call per packet, with its own send time: controllers that
         // measure the bottleneck need to know where each loss fell.
         for &(_, packet) in &lost {
-            self.controller
-                .on_loss(now, packet.time, packet.size, above, &self.rtt);
+            self.recovery.controller.on_loss(
+                now,
+                packet.time,
+                packet.size,
+                above,
+                &self.recovery.rtt,
+            );
         }
     }
 }

@@ -3,9 +3,25 @@
 
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
+use std::time::Instant;
 
 use crate::protection::REPLAY_WINDOW;
-use crate::wire::MAX_ACK_RANGES;
+use crate::wire::{EcnCounts, MAX_ACK_RANGES};
+
+/// What this end owes the peer in acknowledgements.
+#[derive(Debug, Default)]
+pub(super) struct AckState {
+    /// The packet numbers received.
+    pub(super) received: ReceivedPackets,
+    /// When the largest of them arrived, for the acknowledgement delay.
+    pub(super) largest_received_time: Option<Instant>,
+    /// Ack-eliciting packets received since the last acknowledgement.
+    pub(super) eliciting_unacked: u32,
+    /// Whether an acknowledgement is to be sent now.
+    pub(super) needed: bool,
+    /// The ECN codepoints counted on the packets received.
+    pub(super) ecn: EcnCounts,
+}
 
 /// Ranges of received packet numbers, the newest [`MAX_ACK_RANGES`] kept.
 #[derive(Debug, Default)]

@@ -223,7 +223,7 @@ impl Connection {
         if secure.keyed {
             // A copy of the first message: the answer may have been lost.
             if secure.awaiting_confirmation && secure.first_message == message {
-                self.handshake_to_send = 1;
+                self.handshake.to_send = 1;
                 self.stats.packets_received += 1;
             } else {
                 self.stats.packets_dropped += 1;
@@ -294,10 +294,10 @@ impl Connection {
             return self.violation(now, v);
         }
         // Copies of the Initial still queued would be ignored by now.
-        self.handshake_to_send = 0;
+        self.handshake.to_send = 0;
         // The server counts the handshake complete on the first sealed
         // packet: send one even if the application has nothing to say.
-        self.probe_owed = self.probe_owed.max(1);
+        self.repair.probe_owed = self.repair.probe_owed.max(1);
     }
 
     /// Ends a server connection whose client was refused, sending nothing.
