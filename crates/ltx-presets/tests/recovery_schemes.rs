@@ -39,6 +39,7 @@ fn range(oldest: u64, next: u64) -> RepairRange {
         next: SymbolId(next),
         peer_end: SymbolId(0),
         max_span: 256,
+        reach_flight: false,
     }
 }
 

@@ -264,6 +264,7 @@ fn range(oldest: u64, next: u64) -> RepairRange {
         next: SymbolId(next),
         peer_end: SymbolId(0),
         max_span: 256,
+        reach_flight: false,
     }
 }
 
@@ -309,11 +310,19 @@ fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
     // count is for the flight's losses too.
     let mut scheme = SlidingWindowFactory.build(&RedundancyConfig::default(), 16_384);
     assert_eq!(scheme.reactive_repairs(&covered(20), &estimate), 13);
-    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
+    assert!(scheme.answer_reaches_flight(&covered(20)));
+    let reaching = RepairRange {
+        reach_flight: true,
+        ..wide
+    };
+    let plan = scheme
+        .plan_repair(RepairReason::Reactive, &reaching)
+        .unwrap();
     assert_eq!(plan.window, Window::new(SymbolId(100), 900));
     // 600 ms: rounded up, and the repairs stop at what the peer reported,
     // so that its first gaps do not wait for the flight's.
     assert_eq!(scheme.reactive_repairs(&covered(600), &estimate), 13);
+    assert!(!scheme.answer_reaches_flight(&covered(600)));
     let one_short = Feedback {
         deficit: 1,
         ..covered(600)
@@ -327,6 +336,5 @@ fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
         ..covered(20)
     };
     assert!(scheme.reactive_repairs(&uncovered, &estimate) > 0);
-    let plan = scheme.plan_repair(RepairReason::Reactive, &wide).unwrap();
-    assert_eq!(plan.window, Window::new(SymbolId(100), 500));
+    assert!(!scheme.answer_reaches_flight(&uncovered));
 }

@@ -1,9 +1,43 @@
-//! The handshake's packets: copies of the client's first flight, the
-//! first RTT sample, the server's retry cookie.
+//! The handshake: the client's Initial flight in copies (their answers'
+//! spacing reads the bottleneck before any data leaves), the server's
+//! answer, the transport parameters both ends apply, and the first RTT
+//! sample.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::copy_spacing::CopySpacing;
+use ltx_coding::codec::{Code, Decoder, DecoderConfig, Encoder, EncoderConfig};
+
+use super::copy_spacing::{CopySpacing, Reading};
+use super::streams::Violation;
+use super::{symbol_size, Connection, State, Timer, Transmit};
+use crate::accept::packet::InitialDatagram;
+use crate::config::DECODER_HISTORY;
+use crate::event::{codes, Event, PacketKind};
+use crate::protection::PacketProtection;
+use crate::protection::PlainProtection;
+use crate::wire::{Frame, HandshakeFrame, PacketType, Side, TransportParams};
+
+/// Smallest datagram a client's first packet is padded to, so that a path
+/// that cannot carry full packets fails at once.
+pub(crate) const MIN_INITIAL: usize = 1200;
+/// Copies of the client's first Initial flight.
+pub(super) const INITIAL_COPIES: u8 = 3;
+/// Each flight after an unanswered one carries [`INITIAL_COPIES`] more, up
+/// to this many times as many.
+const MAX_INITIAL_FLIGHT_GROWTH: u8 = 4;
+
+/// Copies of the client's Initial flight after `timeouts` probe time-outs
+/// without an answer. Loss that comes in bursts takes back-to-back copies
+/// together, so a flight that is lost whole says the path is in such a
+/// burst, not that it is congested: the next flight is longer, to reach
+/// past it (at most 12 copies of 1200 bytes, before the server has sent
+/// anything).
+pub(super) fn initial_copies(timeouts: u32) -> u8 {
+    let growth = timeouts
+        .saturating_add(1)
+        .min(u32::from(MAX_INITIAL_FLIGHT_GROWTH)) as u8;
+    INITIAL_COPIES * growth
+}
 
 /// Where the handshake's sending stands.
 #[derive(Default)]
@@ -21,4 +55,223 @@ pub(super) struct Handshake {
     pub(super) copy_spacing: Option<CopySpacing>,
     /// The cookie of the server's retry, sent with every Initial after it.
     pub(super) retry_cookie: Option<Vec<u8>>,
+}
+
+impl Connection {
+    pub(super) fn transport_params(&self) -> TransportParams {
+        TransportParams {
+            max_datagram: self.config.max_datagram,
+            symbol_size: symbol_size(self.config.max_datagram) as u16,
+            max_window: self.config.max_window,
+            max_data: self.config.receive_window,
+            max_stream_data: self.config.stream_receive_window,
+            max_streams: self.config.max_streams,
+            idle_timeout_ms: self.config.idle_timeout.as_millis() as u64,
+        }
+    }
+
+    pub(super) fn build_handshake(&mut self, now: Instant) -> Transmit {
+        let packet_type = match self.side {
+            Side::Client => PacketType::Initial,
+            Side::Server => PacketType::Handshake,
+        };
+        let (mut buf, number, header_len) = self.begin_packet(packet_type);
+        let tag_len = match self.noise_message() {
+            Some(message) => {
+                Frame::Noise(&message).emit(&mut buf);
+                PlainProtection.tag_len()
+            }
+            None => {
+                if self.side == Side::Server {
+                    self.emit_ack(now, &mut buf);
+                }
+                Frame::Handshake(HandshakeFrame {
+                    source_cid: self.local_cid,
+                    params: self.transport_params(),
+                })
+                .emit(&mut buf);
+                self.protection.tag_len()
+            }
+        };
+        if self.side == Side::Client {
+            // Pad the first flight so that the path is known to carry
+            // full-size datagrams (and, later, to bound amplification).
+            let cookie = self
+                .handshake
+                .retry_cookie
+                .as_deref()
+                .map_or(0, InitialDatagram::cookie_overhead);
+            let target = MIN_INITIAL.saturating_sub(tag_len + cookie);
+            buf.resize(buf.len().max(target), 0);
+            self.handshake.attempts += 1;
+            // The copies of the first flight leave together: an answer to
+            // either is an RTT sample. After a retransmission it is ambiguous.
+            if self.handshake.attempts == 1 {
+                self.handshake.sent = Some(now);
+            } else if self.handshake.attempts > u32::from(INITIAL_COPIES) {
+                self.handshake.sent = None;
+            }
+            self.set_timer(Timer::Probe, now + self.pto());
+        }
+        let mut transmit =
+            self.finish_packet(now, buf, number, header_len, PacketKind::Handshake, None);
+        if let (Side::Client, Some(cookie)) = (self.side, self.handshake.retry_cookie.as_deref()) {
+            transmit.contents = InitialDatagram::wrap(cookie, &transmit.contents);
+            let overhead = InitialDatagram::cookie_overhead(cookie) as u64;
+            self.stats.bytes_sent += overhead;
+        }
+        if self.side == Side::Client {
+            self.on_copy_sent(now, number, transmit.contents.len() as u64);
+        }
+        transmit
+    }
+
+    /// A copy of the client's Initial, packet `number` of `bytes`, left at
+    /// `now`: the first flight's copies, sent together, are read by the
+    /// spacing of their answers.
+    pub(super) fn on_copy_sent(&mut self, now: Instant, number: u64, bytes: u64) {
+        if self.handshake.attempts == 1 {
+            self.handshake.copy_spacing = Some(CopySpacing::new(number, bytes, now));
+        } else if !self
+            .handshake
+            .copy_spacing
+            .as_mut()
+            .is_some_and(|spacing| spacing.on_copy(number, bytes, now))
+        {
+            self.handshake.copy_spacing = None;
+        }
+    }
+
+    /// An acknowledgement of packets up to `largest` arrived at `now`: if it
+    /// answers a copy of the first Initial, the copies' spacing may give
+    /// the controller the bottleneck's rate.
+    pub(super) fn on_copy_answer(&mut self, now: Instant, largest: u64) {
+        let Some(spacing) = self.handshake.copy_spacing.as_mut() else {
+            return;
+        };
+        match spacing.on_ack(largest, now) {
+            Reading::Pending => {}
+            Reading::Rate(rate) => {
+                self.handshake.copy_spacing = None;
+                self.recovery
+                    .controller
+                    .on_handshake_spacing(now, rate, &self.recovery.rtt);
+            }
+            Reading::None => self.handshake.copy_spacing = None,
+        }
+    }
+
+    /// Until when the first data waits for the copies' reading, if it does.
+    pub(super) fn first_data_hold(&mut self, now: Instant) -> Option<Instant> {
+        let spacing = self.handshake.copy_spacing.as_mut()?;
+        let hold = spacing.hold(now);
+        if spacing.is_concluded() {
+            self.handshake.copy_spacing = None;
+        }
+        hold
+    }
+
+    pub(super) fn on_handshake(
+        &mut self,
+        now: Instant,
+        packet_type: PacketType,
+        handshake: &HandshakeFrame,
+    ) -> Result<(), Violation> {
+        let expected = match self.side {
+            Side::Server => PacketType::Initial,
+            Side::Client => PacketType::Handshake,
+        };
+        if packet_type != expected {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: "handshake in the wrong packet type".into(),
+            });
+        }
+        if self.state == State::Established {
+            // A repeated client Initial: our answer was lost; send it again.
+            if self.side == Side::Server && handshake.source_cid == self.remote_cid {
+                self.handshake.to_send = 1;
+            }
+            return Ok(());
+        }
+        self.apply_handshake(now, handshake, true)
+    }
+
+    /// Takes the peer's connection id and transport parameters. A secured
+    /// server is `established` only later, when the client confirms.
+    pub(super) fn apply_handshake(
+        &mut self,
+        now: Instant,
+        handshake: &HandshakeFrame,
+        established: bool,
+    ) -> Result<(), Violation> {
+        let params = handshake.params;
+        self.remote_cid = handshake.source_cid;
+        let datagram = params.max_datagram.min(self.config.max_datagram);
+        self.symbol_size = symbol_size(datagram);
+        let code = Code::default();
+        let encoder = Encoder::new(EncoderConfig {
+            symbol_size: self.symbol_size,
+            max_window: params.max_window,
+            code,
+        });
+        let decoder = Decoder::new(DecoderConfig {
+            symbol_size: self.symbol_size,
+            max_window: self.config.max_window + DECODER_HISTORY,
+            code,
+        });
+        let (Ok(encoder), Ok(decoder)) = (encoder, decoder) else {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: "transport parameters out of range".into(),
+            });
+        };
+        self.sender.encoder = Some(encoder);
+        self.receiver.decoder = Some(decoder);
+        self.sender.peer.window = u64::from(params.max_window);
+        self.repair.scheme = self
+            .config
+            .scheme
+            .build(&self.config.redundancy, params.max_window);
+        self.streams
+            .set_peer_limits(params.max_data, params.max_stream_data, params.max_streams);
+        if established {
+            self.state = State::Established;
+        }
+        self.recovery.pto_count = 0;
+        self.timers[Timer::Probe as usize] = None;
+        if self.side == Side::Server {
+            self.handshake.to_send = 1;
+        }
+        if let Some(sent) = self.handshake.sent.take() {
+            // Unambiguous only if the Initial went once.
+            self.recovery
+                .rtt
+                .update(Duration::ZERO, now.saturating_duration_since(sent));
+            self.recovery
+                .controller
+                .on_rtt_sample(now, &self.recovery.rtt);
+        }
+        if self.side == Side::Client && established {
+            // The copies' answers are read only by a controller that asks,
+            // and only with the handshake's round trip to bound the wait.
+            if self.recovery.controller.reads_handshake_spacing() && self.recovery.rtt.has_sample()
+            {
+                if let Some(spacing) = self.handshake.copy_spacing.as_mut() {
+                    if spacing
+                        .on_established(now, self.recovery.rtt.latest())
+                        .is_none()
+                    {
+                        self.handshake.copy_spacing = None;
+                    }
+                }
+            } else {
+                self.handshake.copy_spacing = None;
+            }
+        }
+        if established {
+            self.events.push_back(Event::Connected);
+        }
+        Ok(())
+    }
 }

@@ -11,42 +11,38 @@ mod repair;
 mod secure;
 mod send;
 mod sent;
+mod stats;
 mod streams;
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use ltx_coding::codec::{
-    Code, Decoder, DecoderConfig, EncodeError, Encoder, EncoderConfig, Outcome,
-};
-use ltx_coding::{RepairKey, SymbolId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::accept::packet::{InitialDatagram, RetryPacket};
-use crate::config::{TransportConfig, DECODER_HISTORY};
-use crate::event::{codes, CloseReason, Event, Metrics, PacketKind, TraceEvent};
+use crate::accept::packet::RetryPacket;
+use crate::config::TransportConfig;
+use crate::event::{codes, CloseReason, Event, Metrics, TraceEvent};
 use crate::protection::{
-    PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, REPLAY_WINDOW, TAG_LEN,
+    PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
 };
-use crate::recovery::{Feedback, Flight, Horizon, LossEstimate, RepairRange, RepairReason};
+use crate::recovery::Feedback;
 use crate::wire::{
-    AckFrame, CloseFrame, ConnectionId, DecoderState, Frame, Frames, HandshakeFrame, Header,
-    PacketNumber, PacketType, RepairFrame, Side, SourceFrame, StreamId, TransportParams,
-    TruncatedPacketNumber, TruncatedSymbolId, MAX_HEADER_LEN,
+    AckFrame, ConnectionId, Frame, Frames, Header, PacketNumber, PacketType, Side, StreamId,
+    MAX_HEADER_LEN,
 };
 
 use address_validation::AmplificationLimit;
 pub use address_validation::AMPLIFICATION_FACTOR;
-use copy_spacing::{CopySpacing, Reading};
-use handshake::Handshake;
+pub(crate) use handshake::MIN_INITIAL;
+use handshake::{initial_copies, Handshake, INITIAL_COPIES};
 use receive::Receiver;
 use received::AckState;
-use recovery::Recovery;
+use recovery::{PacketFates, Recovery};
 use repair::RepairScheduler;
 use secure::{KeysPending, SecureHandshake};
 use send::SymbolSender;
-use sent::{AckOutcome, Carried, SentPacket};
+pub use stats::ConnectionStats;
 use streams::{frame_name, StreamLimits, Streams, Violation};
 pub use streams::{ReadOutcome, StreamError};
 
@@ -77,54 +73,10 @@ pub struct Transmit {
 /// repair: type, window, key, density; the symbol runs to the packet's
 /// end).
 const SYMBOL_FRAME_OVERHEAD: usize = 1 + 8 + 4 + 4 + 1;
-/// Smallest datagram a client's first packet is padded to, so that a path
-/// that cannot carry full packets fails at once.
-pub(crate) const MIN_INITIAL: usize = 1200;
-/// Ranges an ACK carries: enough to cover the packets in flight at any loss
-/// rate that matters, few enough that acknowledgements stay small.
-const ACK_RANGES: usize = 16;
 /// Packets acknowledged one by one at the start of a connection, so that
 /// the sender's start-up sees the bottleneck's spacing in the first flights
 /// (a lone last packet would otherwise wait for the ack delay).
 const QUICK_ACKS: u64 = 128;
-/// Copies of the client's first Initial flight.
-const INITIAL_COPIES: u8 = 3;
-/// Each flight after an unanswered one carries [`INITIAL_COPIES`] more, up
-/// to this many times as many.
-const MAX_INITIAL_FLIGHT_GROWTH: u8 = 4;
-
-/// Copies of the client's Initial flight after `timeouts` probe time-outs
-/// without an answer. Loss that comes in bursts takes back-to-back copies
-/// together, so a flight that is lost whole says the path is in such a
-/// burst, not that it is congested: the next flight is longer, to reach
-/// past it (at most 12 copies of 1200 bytes, before the server has sent
-/// anything).
-fn initial_copies(timeouts: u32) -> u8 {
-    let growth = timeouts
-        .saturating_add(1)
-        .min(u32::from(MAX_INITIAL_FLIGHT_GROWTH)) as u8;
-    INITIAL_COPIES * growth
-}
-/// Probe time-outs double at most this many times.
-const MAX_PTO_BACKOFF: u32 = 1;
-/// Repair symbols sent at each probe time-out: several, so that a burst of
-/// loss does not cost another time-out each time (a path in a bad state
-/// loses packets in runs, and a lone probe would wait out each run).
-const PROBES: u32 = 4;
-/// Each probe time-out in a row sends [`PROBES`] more, up to this many
-/// times as many: a run of loss long enough to take a whole round of probes
-/// is likely longer than that round, and the next must reach past it.
-const MAX_PROBE_GROWTH: u32 = 4;
-/// The most unconfirmed symbols a scheme is told of when the data runs
-/// out, for tails sized by them (the default sizes its tail by the whole
-/// flight instead). The symbols before them had a round trip or more of
-/// proactive repair behind them.
-const TAIL_SPAN: u64 = 256;
-/// The narrowest span of a proactive repair, in source symbols, when the
-/// configuration allows it (see `Connection::repair_span`): on a short path
-/// a round trip carries few symbols, and a narrower window would need a
-/// wider margin for the same residual.
-const MIN_REPAIR_SPAN: u64 = 256;
 /// Longest a connection lingers after a close to absorb the peer's
 /// packets, in PTOs.
 const DRAIN_PTOS: u32 = 3;
@@ -175,78 +127,6 @@ struct Closing {
     requested: bool,
     /// Why the connection ends, once it does.
     reason: Option<CloseReason>,
-}
-
-/// Counters and estimates of a connection, for `stats()`.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct ConnectionStats {
-    /// Smoothed round-trip time.
-    pub rtt: Duration,
-    /// Minimum round-trip time seen.
-    pub min_rtt: Duration,
-    /// Estimated random loss rate of the path towards the peer.
-    pub loss_rate: f64,
-    /// Estimated mean loss burst, packets.
-    pub loss_burst: f64,
-    /// Proactive repair symbols per source symbol now.
-    pub redundancy: f64,
-    /// Congestion window, bytes.
-    pub cwnd: u64,
-    /// Pacing rate, bytes per second.
-    pub pacing_rate: u64,
-    /// Bytes in flight.
-    pub bytes_in_flight: u64,
-    /// UDP payload bytes sent.
-    pub bytes_sent: u64,
-    /// UDP payload bytes received.
-    pub bytes_received: u64,
-    /// Datagrams sent.
-    pub packets_sent: u64,
-    /// Datagrams received and accepted.
-    pub packets_received: u64,
-    /// Datagrams dropped: malformed, duplicate, unauthenticated or late.
-    pub packets_dropped: u64,
-    /// Of those, packets that failed authentication (the AEAD tag, a
-    /// handshake message, or the plain layer's checksum): never acted on.
-    pub packets_unauthentic: u64,
-    /// Of those, packets that authenticated but were replays (a number
-    /// already accepted, or older than the replay window).
-    pub packets_replayed: u64,
-    /// Key updates of the packet protection, both directions together.
-    pub key_updates: u64,
-    /// Packets declared lost.
-    pub packets_lost: u64,
-    /// Source symbols sent.
-    pub source_symbols_sent: u64,
-    /// Repair symbols sent, all kinds.
-    pub repair_symbols_sent: u64,
-    /// Of those, sent ahead of need from the loss estimate.
-    pub repair_proactive: u64,
-    /// Of those, sent in answer to the peer's reported deficit.
-    pub repair_reactive: u64,
-    /// Of those, sent to protect the tail of a burst of data.
-    pub repair_tail: u64,
-    /// Of those, sent as probes when feedback stopped.
-    pub repair_probe: u64,
-    /// Source symbols of the peer decoded from repair symbols (never
-    /// received as such).
-    pub symbols_repaired: u64,
-    /// Repair symbols from the peer that came too late to be used.
-    pub repairs_stale: u64,
-    /// Repair symbols from the peer that arrived with nothing to solve:
-    /// every symbol they cover was known already, or they combined only
-    /// equations the decoder held.
-    pub repairs_redundant: u64,
-    /// ECN-CE marks reported by the peer.
-    pub ce_marks: u64,
-    /// Retries the client followed (at most one).
-    pub retries: u64,
-    /// Calls of `poll_transmit` a server answered with nothing because its
-    /// client's address was not proved and the anti-amplification limit
-    /// left no room for a full datagram (whether or not it had one to send).
-    pub amplification_limited: u64,
-    /// Stream bytes the application has read.
-    pub stream_bytes_read: u64,
 }
 
 /// One ltx connection: a sans-IO state machine.
@@ -483,7 +363,7 @@ impl Connection {
                 .scheme
                 .proactive_ratio(&estimate, &self.horizon()),
             cwnd: self.recovery.controller.window(),
-            pacing_rate: self.pacing_rate(),
+            pacing_rate: self.recovery.pacing_rate(),
             bytes_in_flight: self.recovery.sent.bytes_in_flight,
             key_updates: self.protection.key_updates(),
             ..self.stats
@@ -623,176 +503,8 @@ impl Connection {
         }
     }
 
-    fn on_probe_timeout(&mut self, now: Instant) {
-        self.recovery.pto_count = self.recovery.pto_count.saturating_add(1);
-        match self.state {
-            State::Handshaking if self.side == Side::Client => {
-                self.handshake.to_send = initial_copies(self.recovery.pto_count);
-            }
-            State::Established => {
-                // No feedback for a while: send a repair over everything the
-                // peer may lack (it stands in for any lost symbol), or a
-                // ping if there is nothing to repair.
-                let mut probes = PROBES * self.recovery.pto_count.clamp(1, MAX_PROBE_GROWTH);
-                if self.recovery.pto_count == 1
-                    && !self.recovery.symbols_acked
-                    && self.recovery.rtt.has_sample()
-                {
-                    // Not one packet of the first flight of symbols came
-                    // back within a measured round trip: it most likely
-                    // fell whole into a run of loss, and the peer lacks all
-                    // of it. Probes enough to replace it whole (each covers
-                    // every symbol) make a round of them that gets through
-                    // decode it, instead of only bringing back the report
-                    // that asks for it. Without a sample (the handshake's
-                    // was ambiguous) the round trip is RFC 9002's initial
-                    // guess, and the time-out may only have come early.
-                    // Once only: a flight whose whole probe round is lost
-                    // too is more likely behind an outage, which the small
-                    // growing rounds wait out more cheaply.
-                    let flight = u32::try_from(self.unconfirmed_symbols()).unwrap_or(u32::MAX);
-                    probes = probes.max(flight);
-                }
-                self.repair.probe_owed = self.repair.probe_owed.max(probes);
-                self.detect_losses(now);
-                // The repairs that answered the peer's last reported deficit
-                // have had their time: take them as lost and answer it
-                // again in full, rather than one probe at a time.
-                let deficit = self
-                    .sender
-                    .peer
-                    .missing
-                    .saturating_sub(self.sender.peer.rank);
-                if deficit > 0 {
-                    let estimate = self.recovery.loss.estimate();
-                    // Nothing is taken as coming: answer all of it.
-                    let feedback = Feedback {
-                        deficit,
-                        settled: deficit,
-                        repairs_in_flight: 0,
-                        sent_since_report: 0,
-                        horizon: self.horizon(),
-                        decoded_through: self.sender.peer.decoded_through,
-                        covered: None,
-                    };
-                    self.repair.reactive_owed = self
-                        .repair
-                        .reactive_owed
-                        .max(self.repair.scheme.reactive_repairs(&feedback, &estimate));
-                }
-            }
-            _ => {}
-        }
-        self.arm_probe(now);
-    }
-
-    /// The probe time-out, before its back-off: RFC 9002's, except for a
-    /// first flight of symbols. Until the peer acknowledges a packet that
-    /// carried one, the round-trip estimate is the handshake's one sample, and
-    /// RFC 9002 takes half of it for its variance: three round trips
-    /// before the first probe. A first flight that got no acknowledgement
-    /// within `RTT × 5/4` (and the peer's acknowledgement delay) most
-    /// likely fell whole into a run of loss, and its probes are repairs that
-    /// cost a few datagrams if it did not; at 600 ms and 50 % loss in bursts
-    /// of 10, a flight and its first probes lost whole waited 1.8 s for
-    /// each round of probes, and 10 MB took 2.67 times the ideal (seed 8;
-    /// 2.17 with this).
-    fn pto(&self) -> Duration {
-        let first_flight = self.state == State::Established
-            && !self.recovery.symbols_acked
-            && self.unconfirmed_symbols() > 0;
-        let rtt_part = if first_flight {
-            self.recovery.rtt.smoothed() * 5 / 4
-        } else {
-            self.recovery.rtt.pto_base()
-        };
-        let base = rtt_part + self.config.max_ack_delay;
-        // Back off, but not for long: on a lossy path a run of lost probes
-        // is bad luck more often than congestion, and a probe that waits
-        // minutes would turn an outage of seconds into a failed transfer.
-        base * 2u32.pow(self.recovery.pto_count.min(MAX_PTO_BACKOFF))
-    }
-
-    fn arm_probe(&mut self, now: Instant) {
-        let outstanding = self.recovery.sent.ack_eliciting_in_flight > 0
-            || self.state == State::Handshaking
-            || self.unconfirmed_symbols() > 0;
-        if outstanding {
-            // A server held back by the anti-amplification limit sends no
-            // probe, so its last send cannot time the next one.
-            let held_back = !self
-                .amplification
-                .allows(u64::from(self.config.max_datagram));
-            let from = if self.state == State::Handshaking || held_back {
-                now
-            } else {
-                self.recovery.last_sent
-            };
-            self.set_timer(Timer::Probe, from + self.pto());
-        } else {
-            self.timers[Timer::Probe as usize] = None;
-        }
-    }
-
-    /// How many of the newest source symbols a proactive repair covers: the
-    /// symbols a round trip carries (the congestion window in datagrams), so
-    /// that the repairs of a whole flight can make up any loss in it, within
-    /// [`MIN_REPAIR_SPAN`] and [`TransportConfig::max_repair_span`]: the
-    /// coding cost per repair grows with the span.
-    fn repair_span(&self) -> u64 {
-        let max = u64::from(self.config.max_repair_span);
-        let flight = self.recovery.controller.window() / u64::from(self.config.max_datagram).max(1);
-        flight.clamp(MIN_REPAIR_SPAN.min(max), max)
-    }
-
-    /// What proactive repair is sized for now.
-    fn horizon(&self) -> Horizon {
-        Horizon {
-            span: self.repair_span(),
-            rtt: self.recovery.rtt.smoothed(),
-        }
-    }
-
-    /// What is in flight, if every repair in flight covers the peer's first
-    /// unknown symbol: so it is when the symbols the peer has not decoded
-    /// fit in one repair span, since a proactive repair covers the span
-    /// before it and the wide ones reach back to the first unknown symbol.
-    /// The source symbols counted are those sent before the newest repair
-    /// in flight: the ones after it are for repairs not yet sent.
-    fn flight_covering_gaps(&self) -> Option<Flight> {
-        let encoder = self.sender.encoder.as_ref()?;
-        let unconfirmed = encoder
-            .next_id()
-            .0
-            .saturating_sub(self.sender.peer.decoded_through.0);
-        (unconfirmed <= self.repair_span()).then(|| Flight {
-            sources: self.recovery.sent.sources_in_flight
-                - self.recovery.sent.sources_after_last_repair(),
-            repairs: self.recovery.sent.repairs_in_flight + self.recovery.sent.proactive_in_flight,
-            rtt: self.recovery.rtt.smoothed(),
-            at_stake: encoder.next_id().0.saturating_sub(self.sender.busy_since.0),
-        })
-    }
-
-    /// Source symbols sent that the peer has not yet reported decoded.
-    fn unconfirmed_symbols(&self) -> u64 {
-        self.sender.encoder.as_ref().map_or(0, |e| {
-            e.next_id().0 - self.sender.peer.decoded_through.0.min(e.next_id().0)
-        })
-    }
-
     fn set_timer(&mut self, timer: Timer, at: Instant) {
         self.timers[timer as usize] = Some(at);
-    }
-
-    fn pacing_rate(&self) -> u64 {
-        self.recovery
-            .controller
-            .pacing_rate(&self.recovery.rtt)
-            .unwrap_or_else(|| {
-                let srtt = self.recovery.rtt.smoothed().as_secs_f64().max(1e-6);
-                ((self.recovery.controller.window() as f64 * 1.25) / srtt) as u64
-            })
     }
 
     /// The next datagram to send, if any.
@@ -837,514 +549,10 @@ impl Connection {
         None
     }
 
-    fn poll_symbol(&mut self, now: Instant) -> Option<Transmit> {
-        if let Some(until) = self.first_data_hold(now) {
-            self.set_timer(Timer::Pacing, until);
-            return None;
-        }
-        let encoder = self.sender.encoder.as_ref()?;
-        let held = encoder.next_id().0 - encoder.oldest().0;
-        let window_open = encoder.next_id().0
-            < self.sender.peer.decoded_through.0 + self.sender.peer.window
-            && held < u64::from(encoder.config().max_window)
-            && self
-                .repair
-                .scheme
-                .may_send_source(encoder.next_id(), self.sender.peer.decoded_through);
-        let probe = self.repair.probe_owed > 0 && held > 0;
-        let data = window_open && self.streams.has_pending();
-        let want_repair = held > 0
-            && (self.repair.reactive_owed > 0
-                || self.repair.credit >= 1.0
-                || self.repair.tail_owed > 0);
-        if !(probe || data || want_repair) {
-            return None;
-        }
-        if !probe {
-            let size = usize::from(self.config.max_datagram) as u64;
-            if self.recovery.sent.bytes_in_flight + size > self.recovery.controller.window() {
-                return None;
-            }
-            let rate = self.pacing_rate();
-            let window = self.recovery.controller.window();
-            let bucket = self
-                .recovery
-                .controller
-                .pacing_burst(&self.recovery.rtt)
-                .map_or(window, |burst| burst.min(window));
-            if let Some(at) = self.recovery.pacer.delay(now, size, rate, bucket) {
-                self.set_timer(Timer::Pacing, at);
-                return None;
-            }
-        }
-        if probe || self.repair.reactive_owed > 0 {
-            let reason = if probe {
-                self.repair.probe_owed -= 1;
-                self.stats.repair_probe += 1;
-                RepairReason::Probe
-            } else {
-                self.repair.reactive_owed -= 1;
-                self.stats.repair_reactive += 1;
-                RepairReason::Reactive
-            };
-            return self.build_repair(now, reason);
-        }
-        if self.repair.credit >= 1.0 && held > 0 {
-            self.repair.credit -= 1.0;
-            self.stats.repair_proactive += 1;
-            return self.build_repair(now, RepairReason::Proactive);
-        }
-        if data {
-            return self.build_source(now);
-        }
-        if self.repair.tail_owed > 0 {
-            self.repair.tail_owed -= 1;
-            self.stats.repair_tail += 1;
-            return self.build_repair(now, RepairReason::Tail);
-        }
-        None
-    }
-
     /// The largest packet number this end has received, which the next
     /// packet's truncated number is expanded against.
     pub(crate) fn largest_received(&self) -> Option<PacketNumber> {
         self.acks.received.largest().map(PacketNumber)
-    }
-
-    // ---- building packets ----
-
-    /// `id` in as few bytes as the peer's decoder needs to expand it: its
-    /// end when the frame arrives is at least the largest it reported, and
-    /// at most one past the newest symbol sent, plus what packets sent
-    /// after this one but received before it add (the peer accepts none
-    /// [`REPLAY_WINDOW`] or more behind its newest, and each packet carries
-    /// at most one new symbol).
-    fn truncate_symbol_id(&self, id: SymbolId) -> TruncatedSymbolId {
-        let sent_end = self.sender.encoder.as_ref().map_or(id, |e| e.next_id());
-        let highest_end = SymbolId(sent_end.0.saturating_add(REPLAY_WINDOW));
-        TruncatedSymbolId::truncate(id, self.sender.peer.largest_end, highest_end)
-    }
-
-    fn begin_packet(&mut self, packet_type: PacketType) -> (Vec<u8>, u64, usize) {
-        let number = self.recovery.next_number;
-        self.recovery.next_number += 1;
-        let mut buf = Vec::with_capacity(usize::from(self.config.max_datagram));
-        let header = Header {
-            packet_type,
-            key_phase: false,
-            dcid: self.remote_cid,
-            number: TruncatedPacketNumber::truncate(
-                PacketNumber(number),
-                self.recovery.largest_acked.map(PacketNumber),
-            ),
-        };
-        header.emit(&mut buf);
-        let header_len = buf.len();
-        (buf, number, header_len)
-    }
-
-    fn finish_packet(
-        &mut self,
-        now: Instant,
-        mut buf: Vec<u8>,
-        number: u64,
-        header_len: usize,
-        kind: PacketKind,
-        carried: Option<Carried>,
-    ) -> Transmit {
-        if kind == PacketKind::Handshake && self.handshake_sealed_apart() {
-            PlainProtection.seal(number, header_len, &mut buf);
-        } else {
-            self.protection.seal(number, header_len, &mut buf);
-        }
-        let size = buf.len() as u64;
-        self.amplification.on_sent(size);
-        if let Some(carried) = carried {
-            self.recovery.sent.on_sent(
-                number,
-                SentPacket {
-                    time: now,
-                    size,
-                    in_flight: true,
-                    carried,
-                },
-            );
-            self.recovery
-                .controller
-                .on_sent(now, size, self.recovery.sent.bytes_in_flight);
-            self.recovery.pacer.on_sent(now, size);
-            self.recovery.last_sent = now;
-            if self.timers[Timer::Probe as usize].is_none() {
-                self.set_timer(Timer::Probe, now + self.pto());
-            }
-        }
-        if let Some(keep_alive) = self.config.keep_alive {
-            self.set_timer(Timer::KeepAlive, now + keep_alive);
-        }
-        self.stats.bytes_sent += size;
-        self.stats.packets_sent += 1;
-        if self.config.trace {
-            self.events.push_back(Event::Trace(TraceEvent::PacketSent {
-                number: PacketNumber(number),
-                bytes: buf.len(),
-                kind,
-            }));
-        }
-        Transmit {
-            contents: buf,
-            ecn: EcnCodepoint::Ect0,
-        }
-    }
-
-    fn transport_params(&self) -> TransportParams {
-        TransportParams {
-            max_datagram: self.config.max_datagram,
-            symbol_size: symbol_size(self.config.max_datagram) as u16,
-            max_window: self.config.max_window,
-            max_data: self.config.receive_window,
-            max_stream_data: self.config.stream_receive_window,
-            max_streams: self.config.max_streams,
-            idle_timeout_ms: self.config.idle_timeout.as_millis() as u64,
-        }
-    }
-
-    fn build_handshake(&mut self, now: Instant) -> Transmit {
-        let packet_type = match self.side {
-            Side::Client => PacketType::Initial,
-            Side::Server => PacketType::Handshake,
-        };
-        let (mut buf, number, header_len) = self.begin_packet(packet_type);
-        let tag_len = match self.noise_message() {
-            Some(message) => {
-                Frame::Noise(&message).emit(&mut buf);
-                PlainProtection.tag_len()
-            }
-            None => {
-                if self.side == Side::Server {
-                    self.emit_ack(now, &mut buf);
-                }
-                Frame::Handshake(HandshakeFrame {
-                    source_cid: self.local_cid,
-                    params: self.transport_params(),
-                })
-                .emit(&mut buf);
-                self.protection.tag_len()
-            }
-        };
-        if self.side == Side::Client {
-            // Pad the first flight so that the path is known to carry
-            // full-size datagrams (and, later, to bound amplification).
-            let cookie = self
-                .handshake
-                .retry_cookie
-                .as_deref()
-                .map_or(0, InitialDatagram::cookie_overhead);
-            let target = MIN_INITIAL.saturating_sub(tag_len + cookie);
-            buf.resize(buf.len().max(target), 0);
-            self.handshake.attempts += 1;
-            // The copies of the first flight leave together: an answer to
-            // either is an RTT sample. After a retransmission it is ambiguous.
-            if self.handshake.attempts == 1 {
-                self.handshake.sent = Some(now);
-            } else if self.handshake.attempts > u32::from(INITIAL_COPIES) {
-                self.handshake.sent = None;
-            }
-            self.set_timer(Timer::Probe, now + self.pto());
-        }
-        let mut transmit =
-            self.finish_packet(now, buf, number, header_len, PacketKind::Handshake, None);
-        if let (Side::Client, Some(cookie)) = (self.side, self.handshake.retry_cookie.as_deref()) {
-            transmit.contents = InitialDatagram::wrap(cookie, &transmit.contents);
-            let overhead = InitialDatagram::cookie_overhead(cookie) as u64;
-            self.stats.bytes_sent += overhead;
-        }
-        if self.side == Side::Client {
-            self.on_copy_sent(now, number, transmit.contents.len() as u64);
-        }
-        transmit
-    }
-
-    /// A copy of the client's Initial, packet `number` of `bytes`, left at
-    /// `now`: the first flight's copies, sent together, are read by the
-    /// spacing of their answers.
-    fn on_copy_sent(&mut self, now: Instant, number: u64, bytes: u64) {
-        if self.handshake.attempts == 1 {
-            self.handshake.copy_spacing = Some(CopySpacing::new(number, bytes, now));
-        } else if !self
-            .handshake
-            .copy_spacing
-            .as_mut()
-            .is_some_and(|spacing| spacing.on_copy(number, bytes, now))
-        {
-            self.handshake.copy_spacing = None;
-        }
-    }
-
-    /// An acknowledgement of packets up to `largest` arrived at `now`: if it
-    /// answers a copy of the first Initial, the copies' spacing may give
-    /// the controller the bottleneck's rate.
-    fn on_copy_answer(&mut self, now: Instant, largest: u64) {
-        let Some(spacing) = self.handshake.copy_spacing.as_mut() else {
-            return;
-        };
-        match spacing.on_ack(largest, now) {
-            Reading::Pending => {}
-            Reading::Rate(rate) => {
-                self.handshake.copy_spacing = None;
-                self.recovery
-                    .controller
-                    .on_handshake_spacing(now, rate, &self.recovery.rtt);
-            }
-            Reading::None => self.handshake.copy_spacing = None,
-        }
-    }
-
-    /// Until when the first data waits for the copies' reading, if it does.
-    fn first_data_hold(&mut self, now: Instant) -> Option<Instant> {
-        let spacing = self.handshake.copy_spacing.as_mut()?;
-        let hold = spacing.hold(now);
-        if spacing.is_concluded() {
-            self.handshake.copy_spacing = None;
-        }
-        hold
-    }
-
-    fn build_close(&mut self, code: u64, reason: &str) -> Transmit {
-        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
-        Frame::Close(CloseFrame {
-            code,
-            reason: reason.as_bytes(),
-        })
-        .emit(&mut buf);
-        let now = self.recovery.last_sent;
-        self.finish_packet(now, buf, number, header_len, PacketKind::Close, None)
-    }
-
-    fn build_ping(&mut self, now: Instant) -> Transmit {
-        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
-        Frame::Ping.emit(&mut buf);
-        self.finish_packet(
-            now,
-            buf,
-            number,
-            header_len,
-            PacketKind::Ping,
-            Some(Carried::Other),
-        )
-    }
-
-    fn decoder_state(&mut self) -> DecoderState {
-        match self.receiver.decoder.as_mut() {
-            Some(decoder) => {
-                let decoded_through = decoder.next_missing();
-                DecoderState {
-                    decoded_through,
-                    end: decoder_end(decoder),
-                    missing: decoder.missing(),
-                    rank: decoder.rank() as u64,
-                    settled: decoder.deficit_before(self.receiver.newest_window_start),
-                }
-            }
-            None => DecoderState {
-                decoded_through: SymbolId(0),
-                end: SymbolId(0),
-                missing: 0,
-                rank: 0,
-                settled: 0,
-            },
-        }
-    }
-
-    fn emit_ack(&mut self, now: Instant, buf: &mut Vec<u8>) {
-        let ranges = self.acks.received.ranges(ACK_RANGES);
-        if ranges.is_empty() {
-            return;
-        }
-        let delay = self
-            .acks
-            .largest_received_time
-            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
-        let ack = AckFrame {
-            ranges,
-            ack_delay_us: delay.as_micros() as u64,
-            ecn: self.acks.ecn,
-            decoder: self.decoder_state(),
-        };
-        Frame::Ack(ack).emit(buf);
-        self.acks.eliciting_unacked = 0;
-        self.timers[Timer::Ack as usize] = None;
-    }
-
-    fn build_ack(&mut self, now: Instant) -> Transmit {
-        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
-        self.emit_ack(now, &mut buf);
-        self.finish_packet(now, buf, number, header_len, PacketKind::Ack, None)
-    }
-
-    fn build_source(&mut self, now: Instant) -> Option<Transmit> {
-        let mut symbol = std::mem::take(&mut self.sender.scratch);
-        symbol.clear();
-        self.streams.fill(
-            &mut symbol,
-            self.symbol_size,
-            &mut self.events,
-            self.config.trace,
-        );
-        if symbol.is_empty() {
-            self.sender.scratch = symbol;
-            return None;
-        }
-        let encoder = self.sender.encoder.as_mut()?;
-        let idle = encoder.next_id() == encoder.oldest();
-        let id = match encoder.push(&symbol) {
-            Ok(id) => id,
-            Err(EncodeError::IdsExhausted) => {
-                self.sender.scratch = symbol;
-                self.start_close(
-                    now,
-                    codes::PROTOCOL_VIOLATION,
-                    "symbol ids exhausted".into(),
-                    CloseReason::LocallyAborted {
-                        code: codes::PROTOCOL_VIOLATION,
-                        reason: "symbol ids exhausted".into(),
-                    },
-                );
-                return None;
-            }
-            Err(e) => unreachable!("the window was checked before building: {e}"),
-        };
-        if idle {
-            self.sender.busy_since = id;
-        }
-        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
-        // Trailing zeros need not travel: the receiver pads the symbol back.
-        let used = symbol.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-        Frame::Source(SourceFrame {
-            id: self.truncate_symbol_id(id),
-            data: &symbol[..used],
-        })
-        .emit(&mut buf);
-        self.sender.scratch = symbol;
-        self.stats.source_symbols_sent += 1;
-        let estimate = self.recovery.loss.estimate();
-        let horizon = self.horizon();
-        self.repair.credit =
-            self.repair
-                .scheme
-                .credit_after_source(id, self.repair.credit, &estimate, &horizon);
-        // More data followed: the tail was not the end after all.
-        self.repair.tail_owed = 0;
-        self.repair.tail_armed = true;
-        let next = SymbolId(id.0 + 1);
-        if !self.streams.has_pending()
-            || !self
-                .repair
-                .scheme
-                .may_send_source(next, self.sender.peer.decoded_through)
-        {
-            self.arm_tail(&estimate);
-        }
-        self.repair.scheme.on_source_sent(number, id);
-        Some(self.finish_packet(
-            now,
-            buf,
-            number,
-            header_len,
-            PacketKind::Source(id),
-            Some(Carried::Source),
-        ))
-    }
-
-    /// The sender ran out of new data: protect the symbols whose fate is
-    /// not known yet, so the tail does not wait for a time-out.
-    fn arm_tail(&mut self, estimate: &LossEstimate) {
-        if !self.repair.tail_armed {
-            return;
-        }
-        self.repair.tail_armed = false;
-        let Some(encoder) = self.sender.encoder.as_ref() else {
-            return;
-        };
-        let reported = self.sender.peer.end.max(self.sender.peer.decoded_through);
-        let unconfirmed = encoder
-            .next_id()
-            .0
-            .saturating_sub(reported.0)
-            .min(TAIL_SPAN);
-        // The link would idle otherwise: protect the last symbols on top of
-        // their proactive repairs, so that the last gap rarely waits for a
-        // round trip of feedback.
-        let flight = Flight {
-            sources: self.recovery.sent.sources_in_flight,
-            repairs: self.recovery.sent.proactive_in_flight,
-            rtt: self.recovery.rtt.smoothed(),
-            at_stake: encoder.next_id().0.saturating_sub(self.sender.busy_since.0),
-        };
-        let tail = self
-            .repair
-            .scheme
-            .tail_repairs(unconfirmed, encoder.next_id(), estimate)
-            .max(
-                self.repair
-                    .scheme
-                    .tail_repairs_for_flight(&flight, estimate),
-            );
-        let credit = self.repair.credit.ceil() as u64;
-        self.repair.tail_owed = self.repair.tail_owed.max(tail.max(credit));
-        self.repair.credit = 0.0;
-    }
-
-    /// A repair symbol for `reason`, over the window and in the code the
-    /// redundancy scheme plans (the default: the newest symbols held for
-    /// proactive repair, the peer's oldest gaps otherwise).
-    fn build_repair(&mut self, now: Instant, reason: RepairReason) -> Option<Transmit> {
-        let span = self.repair_span();
-        let encoder = self.sender.encoder.as_mut()?;
-        if encoder.next_id() == encoder.oldest() {
-            return None;
-        }
-        let range = RepairRange {
-            oldest: encoder.oldest(),
-            next: encoder.next_id(),
-            peer_end: self.sender.peer.end,
-            max_span: span,
-        };
-        let plan = self.repair.scheme.plan_repair(reason, &range)?;
-        let key = RepairKey(self.sender.next_repair_key);
-        self.sender.next_repair_key = self.sender.next_repair_key.wrapping_add(1);
-        let mut data = std::mem::take(&mut self.sender.scratch);
-        data.resize(self.symbol_size, 0);
-        if encoder
-            .repair_with(plan.code, plan.window, key, &mut data)
-            .is_err()
-        {
-            self.sender.scratch = data;
-            return None;
-        }
-        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
-        Frame::Repair(RepairFrame {
-            first: self.truncate_symbol_id(plan.window.first),
-            len: plan.window.len,
-            key,
-            density: plan.code.density_byte(),
-            data: &data,
-        })
-        .emit(&mut buf);
-        self.sender.scratch = data;
-        self.stats.repair_symbols_sent += 1;
-        self.repair.scheme.on_repair_sent(number, reason, &plan);
-        Some(self.finish_packet(
-            now,
-            buf,
-            number,
-            header_len,
-            PacketKind::Repair,
-            Some(if reason == RepairReason::Proactive {
-                Carried::Repair
-            } else {
-                Carried::WideRepair
-            }),
-        ))
     }
 
     // ---- closing ----
@@ -1546,389 +754,28 @@ impl Connection {
         Ok(())
     }
 
-    fn on_handshake(
-        &mut self,
-        now: Instant,
-        packet_type: PacketType,
-        handshake: &HandshakeFrame,
-    ) -> Result<(), Violation> {
-        let expected = match self.side {
-            Side::Server => PacketType::Initial,
-            Side::Client => PacketType::Handshake,
-        };
-        if packet_type != expected {
-            return Err(Violation {
-                code: codes::PROTOCOL_VIOLATION,
-                reason: "handshake in the wrong packet type".into(),
-            });
-        }
-        if self.state == State::Established {
-            // A repeated client Initial: our answer was lost; send it again.
-            if self.side == Side::Server && handshake.source_cid == self.remote_cid {
-                self.handshake.to_send = 1;
-            }
-            return Ok(());
-        }
-        self.apply_handshake(now, handshake, true)
-    }
-
-    /// Takes the peer's connection id and transport parameters. A secured
-    /// server is `established` only later, when the client confirms.
-    fn apply_handshake(
-        &mut self,
-        now: Instant,
-        handshake: &HandshakeFrame,
-        established: bool,
-    ) -> Result<(), Violation> {
-        let params = handshake.params;
-        self.remote_cid = handshake.source_cid;
-        let datagram = params.max_datagram.min(self.config.max_datagram);
-        self.symbol_size = symbol_size(datagram);
-        let code = Code::default();
-        let encoder = Encoder::new(EncoderConfig {
-            symbol_size: self.symbol_size,
-            max_window: params.max_window,
-            code,
-        });
-        let decoder = Decoder::new(DecoderConfig {
-            symbol_size: self.symbol_size,
-            max_window: self.config.max_window + DECODER_HISTORY,
-            code,
-        });
-        let (Ok(encoder), Ok(decoder)) = (encoder, decoder) else {
-            return Err(Violation {
-                code: codes::PROTOCOL_VIOLATION,
-                reason: "transport parameters out of range".into(),
-            });
-        };
-        self.sender.encoder = Some(encoder);
-        self.receiver.decoder = Some(decoder);
-        self.sender.peer.window = u64::from(params.max_window);
-        self.repair.scheme = self
-            .config
-            .scheme
-            .build(&self.config.redundancy, params.max_window);
-        self.streams
-            .set_peer_limits(params.max_data, params.max_stream_data, params.max_streams);
-        if established {
-            self.state = State::Established;
-        }
-        self.recovery.pto_count = 0;
-        self.timers[Timer::Probe as usize] = None;
-        if self.side == Side::Server {
-            self.handshake.to_send = 1;
-        }
-        if let Some(sent) = self.handshake.sent.take() {
-            // Unambiguous only if the Initial went once.
-            self.recovery
-                .rtt
-                .update(Duration::ZERO, now.saturating_duration_since(sent));
-            self.recovery
-                .controller
-                .on_rtt_sample(now, &self.recovery.rtt);
-        }
-        if self.side == Side::Client && established {
-            // The copies' answers are read only by a controller that asks,
-            // and only with the handshake's round trip to bound the wait.
-            if self.recovery.controller.reads_handshake_spacing() && self.recovery.rtt.has_sample()
-            {
-                if let Some(spacing) = self.handshake.copy_spacing.as_mut() {
-                    if spacing
-                        .on_established(now, self.recovery.rtt.latest())
-                        .is_none()
-                    {
-                        self.handshake.copy_spacing = None;
-                    }
-                }
-            } else {
-                self.handshake.copy_spacing = None;
-            }
-        }
-        if established {
-            self.events.push_back(Event::Connected);
-        }
-        Ok(())
-    }
-
-    fn on_source(&mut self, source: &SourceFrame<'_>) -> Result<(), Violation> {
-        if source.data.len() > self.symbol_size {
-            return Err(Violation {
-                code: codes::PROTOCOL_VIOLATION,
-                reason: format!("source symbol of {} bytes", source.data.len()),
-            });
-        }
-        let Some(decoder) = self.receiver.decoder.as_mut() else {
-            return Ok(());
-        };
-        let id = source.id.expand(decoder_end(decoder));
-        let announced = announced_end(decoder, self.config.max_window);
-        if id >= announced {
-            return Err(Violation {
-                code: codes::PROTOCOL_VIOLATION,
-                reason: format!(
-                    "source symbol {id} beyond the announced window, which ends before {announced}",
-                ),
-            });
-        }
-        let mut padded = std::mem::take(&mut self.receiver.scratch);
-        padded.clear();
-        padded.extend_from_slice(source.data);
-        padded.resize(self.symbol_size, 0);
-        let result = decoder.receive_source(id, &padded);
-        self.receiver.scratch = padded;
-        match result {
-            Ok(_) => {}
-            Err(ltx_coding::codec::DecodeError::Duplicate(_))
-            | Err(ltx_coding::codec::DecodeError::BeforeWindow { .. }) => return Ok(()),
-            Err(e) => {
-                return Err(Violation {
-                    code: codes::PROTOCOL_VIOLATION,
-                    reason: format!("source symbol refused: {e}"),
-                })
-            }
-        }
-        self.deliver_symbols(Some(id))
-    }
-
-    fn on_repair(&mut self, repair: &RepairFrame<'_>) -> Result<(), Violation> {
-        if repair.data.len() != self.symbol_size {
-            return Err(Violation {
-                code: codes::PROTOCOL_VIOLATION,
-                reason: format!("repair symbol of {} bytes", repair.data.len()),
-            });
-        }
-        let Some(decoder) = self.receiver.decoder.as_mut() else {
-            return Ok(());
-        };
-        let announced = announced_end(decoder, self.config.max_window);
-        let window = repair.window(decoder_end(decoder));
-        let Some(window_end) = window.end().filter(|end| *end <= announced) else {
-            return Err(Violation {
-                code: codes::PROTOCOL_VIOLATION,
-                reason: format!(
-                    "repair symbol over {}+{}, beyond the announced window, which ends before {announced}",
-                    window.first, window.len
-                ),
-            });
-        };
-        self.receiver.newest_window_start = self.receiver.newest_window_start.max(window.first);
-        if window_end <= decoder.next_missing() {
-            // Everything it covers is known: nothing to learn.
-            self.stats.repairs_redundant += 1;
-            return Ok(());
-        }
-        if window.first < decoder.base() {
-            self.stats.repairs_stale += 1;
-            return Ok(());
-        }
-        let code = Code::from_density_byte(repair.density).map_err(|e| Violation {
-            code: codes::PROTOCOL_VIOLATION,
-            reason: e.to_string(),
-        })?;
-        let mut coefficients = vec![0u8; usize::from(window.len)];
-        if code
-            .coefficients(window, repair.key, &mut coefficients)
-            .is_err()
-        {
-            return Ok(());
-        }
-        match decoder.receive_combination(window.first, &coefficients, repair.data) {
-            Ok(Outcome::Innovative { .. }) => {}
-            Ok(Outcome::Redundant) => self.stats.repairs_redundant += 1,
-            Err(ltx_coding::codec::DecodeError::ZeroCoefficients(_))
-            | Err(ltx_coding::codec::DecodeError::BeforeWindow { .. }) => return Ok(()),
-            Err(e) => {
-                return Err(Violation {
-                    code: codes::PROTOCOL_VIOLATION,
-                    reason: format!("repair symbol refused: {e}"),
-                })
-            }
-        }
-        self.deliver_symbols(None)
-    }
-
-    /// Hands every newly known symbol's frames to the streams, then lets
-    /// the decoder forget what lies well behind its first unknown symbol.
-    fn deliver_symbols(&mut self, received: Option<SymbolId>) -> Result<(), Violation> {
-        let Some(mut decoder) = self.receiver.decoder.take() else {
-            return Ok(());
-        };
-        let mut result = Ok(());
-        while let Some(id) = decoder.poll_decoded() {
-            if Some(id) != received {
-                self.stats.symbols_repaired += 1;
-                if self.config.trace {
-                    self.events
-                        .push_back(Event::Trace(TraceEvent::SymbolRecovered(id)));
-                }
-            }
-            let Some(symbol) = decoder.symbol(id) else {
-                continue;
-            };
-            for frame in Frames::new(symbol) {
-                let applied = match frame {
-                    Ok(frame) => self.streams.on_frame(&frame, &mut self.events),
-                    Err(e) => Err(Violation {
-                        code: codes::PROTOCOL_VIOLATION,
-                        reason: format!("malformed frame in symbol {id}: {e}"),
-                    }),
-                };
-                if let Err(v) = applied {
-                    result = Err(v);
-                    break;
-                }
-            }
-            if result.is_err() {
-                break;
-            }
-        }
-        let first_unknown = decoder.next_missing();
-        let keep_from = SymbolId(first_unknown.0.saturating_sub(u64::from(DECODER_HISTORY)));
-        if keep_from > decoder.base() {
-            decoder.consume(keep_from);
-        }
-        self.receiver.decoder = Some(decoder);
-        result
-    }
-
+    /// An ACK frame arrived: loss recovery processes it; if it is the
+    /// newest, its report of the peer's decoder frees what the peer has
+    /// and is answered with repair.
     fn on_ack(&mut self, now: Instant, ack: &AckFrame) -> Result<(), Violation> {
-        let Some(largest) = ack.largest() else {
+        let mut fates = PacketFates {
+            scheme: self.repair.scheme.as_mut(),
+            stats: &mut self.stats,
+            events: &mut self.events,
+            trace: self.config.trace,
+        };
+        let processed = self
+            .recovery
+            .on_ack(now, ack, self.config.max_ack_delay, &mut fates)?;
+        let Some(processed) = processed else {
             return Ok(());
         };
-        let largest = largest.0;
-        if largest >= self.recovery.next_number {
-            return Err(Violation {
-                code: codes::PROTOCOL_VIOLATION,
-                reason: format!("acknowledgement of packet {largest}, never sent"),
-            });
-        }
-        let mut outcome = AckOutcome::default();
-        for range in &ack.ranges {
-            self.recovery
-                .sent
-                .on_ack_range(*range.start(), *range.end(), &mut outcome);
-        }
-        let newest = self.recovery.largest_acked.is_none_or(|l| largest >= l);
-        if newest {
-            if let Some(&(number, packet)) = outcome.acked.last() {
-                if number == largest {
-                    let ack_delay =
-                        Duration::from_micros(ack.ack_delay_us).min(self.config.max_ack_delay);
-                    self.recovery
-                        .rtt
-                        .update(ack_delay, now.saturating_duration_since(packet.time));
-                    self.recovery.loss_round.on_rtt_sample(
-                        now,
-                        self.recovery.rtt.smoothed(),
-                        self.recovery.rtt.latest(),
-                    );
-                    self.recovery
-                        .controller
-                        .on_rtt_sample(now, &self.recovery.rtt);
-                }
-            }
-            self.recovery.largest_acked = Some(largest);
-        }
-        self.recovery.loss_round.on_acked(
-            now,
-            self.recovery.rtt.smoothed(),
-            outcome.acked.len() as u64,
-        );
-        for &(number, packet) in &outcome.acked {
-            self.recovery.symbols_acked |= packet.carried != Carried::Other;
-            self.recovery.loss.on_delivered(number);
-            self.repair.scheme.on_packet_acked(number);
-            self.recovery.controller.on_ack(
-                now,
-                packet.time,
-                packet.size,
-                false,
-                &self.recovery.rtt,
-            );
-        }
-        for &number in &outcome.spurious {
-            self.recovery.loss.on_spurious(number);
-        }
-        if ack.ecn.ce > self.recovery.peer_ce {
-            let newly = ack.ecn.ce - self.recovery.peer_ce;
-            self.recovery.peer_ce = ack.ecn.ce;
-            self.stats.ce_marks += newly;
-            let sent = outcome.acked.last().map_or(now, |(_, p)| p.time);
-            self.recovery
-                .controller
-                .on_ecn_ce(now, sent, newly, &self.recovery.rtt);
-        }
-        if !outcome.acked.is_empty() {
-            self.recovery.pto_count = 0;
-        }
-        self.detect_losses(now);
-
-        // The peer's decoder: free what it has, and answer its deficit.
-        if newest {
-            let state = ack.decoder;
-            if state.decoded_through > self.sender.peer.decoded_through {
-                self.sender.peer.decoded_through = state.decoded_through;
-            }
-            if let Some(encoder) = self.sender.encoder.as_mut() {
-                if state.end > encoder.next_id() {
-                    return Err(Violation {
-                        code: codes::PROTOCOL_VIOLATION,
-                        reason: format!("peer reports symbol {} never sent", state.end),
-                    });
-                }
-                encoder.acknowledge(self.sender.peer.decoded_through);
-            }
-            self.sender.peer.end = state.end;
-            self.sender.peer.largest_end = self.sender.peer.largest_end.max(state.end);
-            self.sender.peer.missing = state.missing;
-            self.sender.peer.rank = state.rank;
-            let estimate = self.recovery.loss.estimate();
-            // The decoder lacks `missing − rank` equations: repairs it holds
-            // but could not yet solve with count already.
-            let deficit = state.missing.saturating_sub(state.rank);
-            let next = self
-                .sender
-                .encoder
-                .as_ref()
-                .map_or(state.end, |e| e.next_id());
-            let feedback = Feedback {
-                deficit,
-                settled: state.settled,
-                repairs_in_flight: self.recovery.sent.repairs_in_flight,
-                sent_since_report: next.0.saturating_sub(state.end.0),
-                horizon: self.horizon(),
-                decoded_through: self.sender.peer.decoded_through,
-                // Nothing to answer without a deficit, and finding the
-                // flight walks the packets in flight.
-                covered: (deficit > 0).then(|| self.flight_covering_gaps()).flatten(),
-            };
-            let mut owed = self.repair.scheme.reactive_repairs(&feedback, &estimate);
-            if owed > 0 && !self.streams.has_pending() {
-                // Nothing else to send: the link is ours, and another round
-                // trip for the last gap costs more than a few repairs.
-                owed *= 2;
-            }
-            self.repair.reactive_owed = owed;
+        self.set_loss_timer(processed.loss_timer);
+        if processed.newest {
+            self.on_decoder_report(ack)?;
         }
         if self.config.trace {
-            let estimate = self.recovery.loss.estimate();
-            self.events
-                .push_back(Event::Trace(TraceEvent::Metrics(Metrics {
-                    cwnd: self.recovery.controller.window(),
-                    bytes_in_flight: self.recovery.sent.bytes_in_flight,
-                    srtt: self.recovery.rtt.smoothed().as_secs_f64(),
-                    min_rtt: self.recovery.rtt.min().as_secs_f64(),
-                    loss_rate: estimate.rate,
-                    burst: estimate.burst,
-                    redundancy: self
-                        .repair
-                        .scheme
-                        .proactive_ratio(&estimate, &self.horizon()),
-                    peer_decoded_through: self.sender.peer.decoded_through.0,
-                    peer_missing: self.sender.peer.missing,
-                    peer_rank: self.sender.peer.rank,
-                    next_symbol: self.sender.encoder.as_ref().map_or(0, |e| e.next_id().0),
-                })));
+            self.trace_metrics();
         }
         if self.unconfirmed_symbols() == 0 {
             self.repair.tail_owed = 0;
@@ -1938,64 +785,56 @@ impl Connection {
         Ok(())
     }
 
-    fn detect_losses(&mut self, now: Instant) {
-        let Some(largest) = self.recovery.largest_acked else {
-            return;
+    /// The newest acknowledgement reported the peer's decoder: the sender
+    /// frees what the peer has decoded, and the scheme answers its
+    /// deficit.
+    fn on_decoder_report(&mut self, ack: &AckFrame) -> Result<(), Violation> {
+        let state = ack.decoder;
+        self.sender.on_decoder_report(&state)?;
+        let estimate = self.recovery.loss.estimate();
+        // The decoder lacks `missing − rank` equations: repairs it holds
+        // but could not yet solve with count already.
+        let deficit = state.missing.saturating_sub(state.rank);
+        let next = self
+            .sender
+            .encoder
+            .as_ref()
+            .map_or(state.end, |e| e.next_id());
+        let feedback = Feedback {
+            deficit,
+            settled: state.settled,
+            repairs_in_flight: self.recovery.sent.repairs_in_flight,
+            sent_since_report: next.0.saturating_sub(state.end.0),
+            horizon: self.horizon(),
+            decoded_through: self.sender.peer.decoded_through,
+            // Nothing to answer without a deficit, and finding the
+            // flight walks the packets in flight.
+            covered: (deficit > 0).then(|| self.flight_covering_gaps()).flatten(),
         };
-        let rtt = self.recovery.rtt.latest().max(self.recovery.rtt.smoothed());
-        let loss_delay = (rtt * 9 / 8).max(Duration::from_millis(1));
-        let (lost, next) = self.recovery.sent.detect_losses(now, largest, loss_delay);
-        match next {
-            Some(at) => self.set_timer(Timer::Loss, at),
-            None => self.timers[Timer::Loss as usize] = None,
-        }
-        if lost.is_empty() {
-            return;
-        }
-        for &(number, _) in &lost {
-            self.recovery.loss.on_lost(number);
-            self.repair.scheme.on_packet_lost(number);
-            if self.config.trace {
-                self.events.push_back(Event::Trace(TraceEvent::PacketLost {
-                    number: PacketNumber(number),
-                }));
-            }
-        }
-        self.stats.packets_lost += lost.len() as u64;
-        self.recovery
-            .loss_round
-            .on_lost(now, self.recovery.rtt.smoothed(), lost.len() as u64);
-        let above = self
-            .recovery
-            .loss_round
-            .above_baseline(&self.recovery.loss.estimate(), &self.recovery.rtt);
-        // One call per packet, with its own send time: controllers that
-        // measure the bottleneck need to know where each loss fell.
-        for &(_, packet) in &lost {
-            self.recovery.controller.on_loss(
-                now,
-                packet.time,
-                packet.size,
-                above,
-                &self.recovery.rtt,
-            );
-        }
+        let link_idle = !self.streams.has_pending();
+        self.repair.on_feedback(&feedback, &estimate, link_idle);
+        Ok(())
     }
-}
 
-/// One past the newest source symbol the peer may have sent: it sends
-/// none beyond `max_window` past the first one this end reported it lacks,
-/// and its reports only lag this end's decoder.
-fn announced_end(decoder: &mut Decoder, max_window: u16) -> SymbolId {
-    let next = decoder.next_missing();
-    SymbolId(next.0.saturating_add(u64::from(max_window)))
-}
-
-/// The end this end's decoder reports (one past the newest symbol referred
-/// to, at least its first unknown one), which the peer truncates symbol ids
-/// against and this end expands them against.
-fn decoder_end(decoder: &mut Decoder) -> SymbolId {
-    decoder.end().max(decoder.next_missing())
+    /// The connection's estimates, as a trace event.
+    fn trace_metrics(&mut self) {
+        let estimate = self.recovery.loss.estimate();
+        let metrics = Metrics {
+            cwnd: self.recovery.controller.window(),
+            bytes_in_flight: self.recovery.sent.bytes_in_flight,
+            srtt: self.recovery.rtt.smoothed().as_secs_f64(),
+            min_rtt: self.recovery.rtt.min().as_secs_f64(),
+            loss_rate: estimate.rate,
+            burst: estimate.burst,
+            redundancy: self.repair.proactive_ratio(&estimate, &self.horizon()),
+            peer_decoded_through: self.sender.peer.decoded_through.0,
+            peer_missing: self.sender.peer.missing,
+            peer_rank: self.sender.peer.rank,
+            next_symbol: self.sender.encoder.as_ref().map_or(0, |e| e.next_id().0),
+        };
+        self.events
+            .push_back(Event::Trace(TraceEvent::Metrics(metrics)));
+    }
 }
 
 fn connection_rng(seed: u64) -> SmallRng {

@@ -1,7 +1,17 @@
-//! The decoder of the peer's symbols.
+//! Receive-side decoding: the peer's source and repair symbols into the
+//! decoder, the decoded symbols' frames to the streams, and the decoder's
+//! state for the acknowledgements.
 
-use ltx_coding::codec::Decoder;
+use std::collections::VecDeque;
+
+use ltx_coding::codec::{Code, DecodeError, Decoder, Outcome};
 use ltx_coding::SymbolId;
+
+use super::streams::{Streams, Violation};
+use super::{Connection, ConnectionStats};
+use crate::config::DECODER_HISTORY;
+use crate::event::{codes, Event, TraceEvent};
+use crate::wire::{DecoderState, Frames, RepairFrame, SourceFrame};
 
 /// The receiving side of the coding: the decoder (created at the
 /// handshake) and what the peer's repairs say of its sending.
@@ -11,7 +21,250 @@ pub(super) struct Receiver {
     /// The first symbol of the repair window received that starts furthest
     /// on: the peer's proactive repairs slide forward from there, and the
     /// unknown symbols before it wait for an answer (`DecoderState::settled`).
-    pub(super) newest_window_start: SymbolId,
+    newest_window_start: SymbolId,
     /// A symbol's buffer, kept between packets.
-    pub(super) scratch: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+impl Receiver {
+    /// Takes a source symbol of at most `symbol_size` bytes (trailing zeros
+    /// may be left out); returns its id if the decoder took it, so that
+    /// what it decodes is delivered. A symbol past the window this end
+    /// announced (`max_window` past its first unknown one), or one the
+    /// decoder refuses, violates the protocol.
+    fn on_source(
+        &mut self,
+        source: &SourceFrame<'_>,
+        symbol_size: usize,
+        max_window: u16,
+    ) -> Result<Option<SymbolId>, Violation> {
+        if source.data.len() > symbol_size {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!("source symbol of {} bytes", source.data.len()),
+            });
+        }
+        let Some(decoder) = self.decoder.as_mut() else {
+            return Ok(None);
+        };
+        let id = source.id.expand(decoder_end(decoder));
+        let announced = announced_end(decoder, max_window);
+        if id >= announced {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!(
+                    "source symbol {id} beyond the announced window, which ends before {announced}",
+                ),
+            });
+        }
+        let mut padded = std::mem::take(&mut self.scratch);
+        padded.clear();
+        padded.extend_from_slice(source.data);
+        padded.resize(symbol_size, 0);
+        let result = decoder.receive_source(id, &padded);
+        self.scratch = padded;
+        match result {
+            Ok(_) => Ok(Some(id)),
+            Err(DecodeError::Duplicate(_)) | Err(DecodeError::BeforeWindow { .. }) => Ok(None),
+            Err(e) => Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!("source symbol refused: {e}"),
+            }),
+        }
+    }
+
+    /// Takes a repair symbol of `symbol_size` bytes; returns whether the
+    /// decoder took it, so that what it decodes is delivered. A repair that
+    /// reaches past the announced window, names an unknown code, or that the
+    /// decoder refuses, violates the protocol; one with nothing left to
+    /// solve, or too old, is counted.
+    fn on_repair(
+        &mut self,
+        repair: &RepairFrame<'_>,
+        symbol_size: usize,
+        max_window: u16,
+        stats: &mut ConnectionStats,
+    ) -> Result<bool, Violation> {
+        if repair.data.len() != symbol_size {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!("repair symbol of {} bytes", repair.data.len()),
+            });
+        }
+        let Some(decoder) = self.decoder.as_mut() else {
+            return Ok(false);
+        };
+        let announced = announced_end(decoder, max_window);
+        let window = repair.window(decoder_end(decoder));
+        let Some(window_end) = window.end().filter(|end| *end <= announced) else {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!(
+                    "repair symbol over {}+{}, beyond the announced window, which ends before {announced}",
+                    window.first, window.len
+                ),
+            });
+        };
+        self.newest_window_start = self.newest_window_start.max(window.first);
+        if window_end <= decoder.next_missing() {
+            // Everything it covers is known: nothing to learn.
+            stats.repairs_redundant += 1;
+            return Ok(false);
+        }
+        if window.first < decoder.base() {
+            stats.repairs_stale += 1;
+            return Ok(false);
+        }
+        let code = Code::from_density_byte(repair.density).map_err(|e| Violation {
+            code: codes::PROTOCOL_VIOLATION,
+            reason: e.to_string(),
+        })?;
+        let mut coefficients = vec![0u8; usize::from(window.len)];
+        if code
+            .coefficients(window, repair.key, &mut coefficients)
+            .is_err()
+        {
+            return Ok(false);
+        }
+        match decoder.receive_combination(window.first, &coefficients, repair.data) {
+            Ok(Outcome::Innovative { .. }) => Ok(true),
+            Ok(Outcome::Redundant) => {
+                stats.repairs_redundant += 1;
+                Ok(true)
+            }
+            Err(DecodeError::ZeroCoefficients(_)) | Err(DecodeError::BeforeWindow { .. }) => {
+                Ok(false)
+            }
+            Err(e) => Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: format!("repair symbol refused: {e}"),
+            }),
+        }
+    }
+
+    /// Hands every newly known symbol's frames to the streams (those other
+    /// than `received` were repaired: counted, and traced if `trace`), then
+    /// lets the decoder forget what lies well behind its first unknown
+    /// symbol.
+    fn deliver(
+        &mut self,
+        received: Option<SymbolId>,
+        streams: &mut Streams,
+        events: &mut VecDeque<Event>,
+        stats: &mut ConnectionStats,
+        trace: bool,
+    ) -> Result<(), Violation> {
+        let Some(decoder) = self.decoder.as_mut() else {
+            return Ok(());
+        };
+        let mut result = Ok(());
+        while let Some(id) = decoder.poll_decoded() {
+            if Some(id) != received {
+                stats.symbols_repaired += 1;
+                if trace {
+                    events.push_back(Event::Trace(TraceEvent::SymbolRecovered(id)));
+                }
+            }
+            let Some(symbol) = decoder.symbol(id) else {
+                continue;
+            };
+            for frame in Frames::new(symbol) {
+                let applied = match frame {
+                    Ok(frame) => streams.on_frame(&frame, events),
+                    Err(e) => Err(Violation {
+                        code: codes::PROTOCOL_VIOLATION,
+                        reason: format!("malformed frame in symbol {id}: {e}"),
+                    }),
+                };
+                if let Err(v) = applied {
+                    result = Err(v);
+                    break;
+                }
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        let first_unknown = decoder.next_missing();
+        let keep_from = SymbolId(first_unknown.0.saturating_sub(u64::from(DECODER_HISTORY)));
+        if keep_from > decoder.base() {
+            decoder.consume(keep_from);
+        }
+        result
+    }
+
+    /// The decoder's state, as an acknowledgement reports it.
+    pub(super) fn state(&mut self) -> DecoderState {
+        match self.decoder.as_mut() {
+            Some(decoder) => DecoderState {
+                decoded_through: decoder.next_missing(),
+                end: decoder_end(decoder),
+                missing: decoder.missing(),
+                rank: decoder.rank() as u64,
+                settled: decoder.deficit_before(self.newest_window_start),
+            },
+            None => DecoderState {
+                decoded_through: SymbolId(0),
+                end: SymbolId(0),
+                missing: 0,
+                rank: 0,
+                settled: 0,
+            },
+        }
+    }
+}
+
+impl Connection {
+    /// A SOURCE frame arrived.
+    pub(super) fn on_source(&mut self, source: &SourceFrame<'_>) -> Result<(), Violation> {
+        let taken = self
+            .receiver
+            .on_source(source, self.symbol_size, self.config.max_window)?;
+        match taken {
+            Some(id) => self.deliver_symbols(Some(id)),
+            None => Ok(()),
+        }
+    }
+
+    /// A REPAIR frame arrived.
+    pub(super) fn on_repair(&mut self, repair: &RepairFrame<'_>) -> Result<(), Violation> {
+        let taken = self.receiver.on_repair(
+            repair,
+            self.symbol_size,
+            self.config.max_window,
+            &mut self.stats,
+        )?;
+        if taken {
+            self.deliver_symbols(None)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Delivers what the decoder now knows; `received` is the source symbol
+    /// that just arrived as such, if any.
+    fn deliver_symbols(&mut self, received: Option<SymbolId>) -> Result<(), Violation> {
+        self.receiver.deliver(
+            received,
+            &mut self.streams,
+            &mut self.events,
+            &mut self.stats,
+            self.config.trace,
+        )
+    }
+}
+
+/// One past the newest source symbol the peer may have sent: it sends
+/// none beyond `max_window` past the first one this end reported it lacks,
+/// and its reports only lag this end's decoder.
+fn announced_end(decoder: &mut Decoder, max_window: u16) -> SymbolId {
+    let next = decoder.next_missing();
+    SymbolId(next.0.saturating_add(u64::from(max_window)))
+}
+
+/// The end this end's decoder reports (one past the newest symbol referred
+/// to, at least its first unknown one), which the peer truncates symbol ids
+/// against and this end expands them against.
+pub(super) fn decoder_end(decoder: &mut Decoder) -> SymbolId {
+    decoder.end().max(decoder.next_missing())
 }

@@ -1,8 +1,26 @@
-//! The encoder of this end's symbols, and what the peer's decoder has
-//! reported of them.
+//! Building packets: the encoder of this end's symbols, what the peer's
+//! decoder has reported of them, and the packets that carry symbols,
+//! acknowledgements, pings and closes.
 
-use ltx_coding::codec::Encoder;
-use ltx_coding::SymbolId;
+use std::time::{Duration, Instant};
+
+use ltx_coding::codec::{EncodeError, Encoder};
+use ltx_coding::{RepairKey, SymbolId};
+
+use super::sent::{Carried, SentPacket};
+use super::streams::Violation;
+use super::{Connection, EcnCodepoint, Timer, Transmit};
+use crate::event::{codes, CloseReason, Event, PacketKind, TraceEvent};
+use crate::protection::{PacketProtection, PlainProtection, REPLAY_WINDOW};
+use crate::recovery::{RepairRange, RepairReason};
+use crate::wire::{
+    AckFrame, CloseFrame, DecoderState, Frame, Header, PacketNumber, PacketType, RepairFrame,
+    SourceFrame, TruncatedPacketNumber, TruncatedSymbolId,
+};
+
+/// Ranges an ACK carries: enough to cover the packets in flight at any loss
+/// rate that matters, few enough that acknowledgements stay small.
+const ACK_RANGES: usize = 16;
 
 /// The sending side of the coding.
 #[derive(Default)]
@@ -12,12 +30,12 @@ pub(super) struct SymbolSender {
     /// The peer's decoder, as its acknowledgements report it.
     pub(super) peer: PeerDecoder,
     /// The key of the next repair symbol.
-    pub(super) next_repair_key: u16,
+    next_repair_key: u16,
     /// The first source symbol sent since the encoder last held none the
     /// peer had not decoded: where the transfer under way began.
     pub(super) busy_since: SymbolId,
     /// A symbol's buffer, kept between packets.
-    pub(super) scratch: Vec<u8>,
+    scratch: Vec<u8>,
 }
 
 /// The peer's decoder, as its latest acknowledgements report it.
@@ -36,4 +54,303 @@ pub(super) struct PeerDecoder {
     pub(super) missing: u64,
     /// Repair equations the peer holds that it could not yet solve with.
     pub(super) rank: u64,
+}
+
+impl SymbolSender {
+    /// Source symbols sent that the peer has not yet reported decoded.
+    pub(super) fn unconfirmed(&self) -> u64 {
+        self.encoder.as_ref().map_or(0, |e| {
+            e.next_id().0 - self.peer.decoded_through.0.min(e.next_id().0)
+        })
+    }
+
+    /// The peer reported its decoder in its newest acknowledgement: the
+    /// encoder forgets what the peer has decoded. A peer that reports a
+    /// symbol never sent violates the protocol.
+    pub(super) fn on_decoder_report(&mut self, state: &DecoderState) -> Result<(), Violation> {
+        if state.decoded_through > self.peer.decoded_through {
+            self.peer.decoded_through = state.decoded_through;
+        }
+        if let Some(encoder) = self.encoder.as_mut() {
+            if state.end > encoder.next_id() {
+                return Err(Violation {
+                    code: codes::PROTOCOL_VIOLATION,
+                    reason: format!("peer reports symbol {} never sent", state.end),
+                });
+            }
+            encoder.acknowledge(self.peer.decoded_through);
+        }
+        self.peer.end = state.end;
+        self.peer.largest_end = self.peer.largest_end.max(state.end);
+        self.peer.missing = state.missing;
+        self.peer.rank = state.rank;
+        Ok(())
+    }
+
+    /// `id` in as few bytes as the peer's decoder needs to expand it: its
+    /// end when the frame arrives is at least the largest it reported, and
+    /// at most one past the newest symbol sent, plus what packets sent
+    /// after this one but received before it add (the peer accepts none
+    /// [`REPLAY_WINDOW`] or more behind its newest, and each packet carries
+    /// at most one new symbol).
+    fn truncate(&self, id: SymbolId) -> TruncatedSymbolId {
+        let sent_end = self.encoder.as_ref().map_or(id, |e| e.next_id());
+        let highest_end = SymbolId(sent_end.0.saturating_add(REPLAY_WINDOW));
+        TruncatedSymbolId::truncate(id, self.peer.largest_end, highest_end)
+    }
+}
+
+impl Connection {
+    /// Source symbols sent that the peer has not yet reported decoded.
+    pub(super) fn unconfirmed_symbols(&self) -> u64 {
+        self.sender.unconfirmed()
+    }
+
+    /// A packet's header, with the next packet number: the buffer, the
+    /// number and the header's length.
+    pub(super) fn begin_packet(&mut self, packet_type: PacketType) -> (Vec<u8>, u64, usize) {
+        let number = self.recovery.next_number;
+        self.recovery.next_number += 1;
+        let mut buf = Vec::with_capacity(usize::from(self.config.max_datagram));
+        let header = Header {
+            packet_type,
+            key_phase: false,
+            dcid: self.remote_cid,
+            number: TruncatedPacketNumber::truncate(
+                PacketNumber(number),
+                self.recovery.largest_acked.map(PacketNumber),
+            ),
+        };
+        header.emit(&mut buf);
+        let header_len = buf.len();
+        (buf, number, header_len)
+    }
+
+    /// Seals the packet and accounts for it: in flight (with what it
+    /// `carried`) for recovery, the probe and keep-alive timers, counters
+    /// and traces.
+    pub(super) fn finish_packet(
+        &mut self,
+        now: Instant,
+        mut buf: Vec<u8>,
+        number: u64,
+        header_len: usize,
+        kind: PacketKind,
+        carried: Option<Carried>,
+    ) -> Transmit {
+        if kind == PacketKind::Handshake && self.handshake_sealed_apart() {
+            PlainProtection.seal(number, header_len, &mut buf);
+        } else {
+            self.protection.seal(number, header_len, &mut buf);
+        }
+        let size = buf.len() as u64;
+        self.amplification.on_sent(size);
+        if let Some(carried) = carried {
+            let packet = SentPacket {
+                time: now,
+                size,
+                in_flight: true,
+                carried,
+            };
+            self.recovery.on_packet_sent(now, number, packet);
+            if self.timers[Timer::Probe as usize].is_none() {
+                self.set_timer(Timer::Probe, now + self.pto());
+            }
+        }
+        if let Some(keep_alive) = self.config.keep_alive {
+            self.set_timer(Timer::KeepAlive, now + keep_alive);
+        }
+        self.stats.bytes_sent += size;
+        self.stats.packets_sent += 1;
+        if self.config.trace {
+            self.events.push_back(Event::Trace(TraceEvent::PacketSent {
+                number: PacketNumber(number),
+                bytes: buf.len(),
+                kind,
+            }));
+        }
+        Transmit {
+            contents: buf,
+            ecn: EcnCodepoint::Ect0,
+        }
+    }
+
+    /// A CLOSE with `code` and `reason`.
+    pub(super) fn build_close(&mut self, code: u64, reason: &str) -> Transmit {
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        Frame::Close(CloseFrame {
+            code,
+            reason: reason.as_bytes(),
+        })
+        .emit(&mut buf);
+        let now = self.recovery.last_sent;
+        self.finish_packet(now, buf, number, header_len, PacketKind::Close, None)
+    }
+
+    /// A PING: ack-eliciting, carrying nothing.
+    pub(super) fn build_ping(&mut self, now: Instant) -> Transmit {
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        Frame::Ping.emit(&mut buf);
+        self.finish_packet(
+            now,
+            buf,
+            number,
+            header_len,
+            PacketKind::Ping,
+            Some(Carried::Other),
+        )
+    }
+
+    /// Writes an ACK of the packets received, with the decoder's state, if
+    /// any were.
+    pub(super) fn emit_ack(&mut self, now: Instant, buf: &mut Vec<u8>) {
+        let ranges = self.acks.received.ranges(ACK_RANGES);
+        if ranges.is_empty() {
+            return;
+        }
+        let delay = self
+            .acks
+            .largest_received_time
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        let ack = AckFrame {
+            ranges,
+            ack_delay_us: delay.as_micros() as u64,
+            ecn: self.acks.ecn,
+            decoder: self.receiver.state(),
+        };
+        Frame::Ack(ack).emit(buf);
+        self.acks.eliciting_unacked = 0;
+        self.timers[Timer::Ack as usize] = None;
+    }
+
+    /// A packet with an ACK alone.
+    pub(super) fn build_ack(&mut self, now: Instant) -> Transmit {
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        self.emit_ack(now, &mut buf);
+        self.finish_packet(now, buf, number, header_len, PacketKind::Ack, None)
+    }
+
+    /// A new source symbol filled from the streams, if they have data.
+    pub(super) fn build_source(&mut self, now: Instant) -> Option<Transmit> {
+        let mut symbol = std::mem::take(&mut self.sender.scratch);
+        symbol.clear();
+        self.streams.fill(
+            &mut symbol,
+            self.symbol_size,
+            &mut self.events,
+            self.config.trace,
+        );
+        if symbol.is_empty() {
+            self.sender.scratch = symbol;
+            return None;
+        }
+        let encoder = self.sender.encoder.as_mut()?;
+        let idle = encoder.next_id() == encoder.oldest();
+        let id = match encoder.push(&symbol) {
+            Ok(id) => id,
+            Err(EncodeError::IdsExhausted) => {
+                self.sender.scratch = symbol;
+                self.start_close(
+                    now,
+                    codes::PROTOCOL_VIOLATION,
+                    "symbol ids exhausted".into(),
+                    CloseReason::LocallyAborted {
+                        code: codes::PROTOCOL_VIOLATION,
+                        reason: "symbol ids exhausted".into(),
+                    },
+                );
+                return None;
+            }
+            Err(e) => unreachable!("the window was checked before building: {e}"),
+        };
+        if idle {
+            self.sender.busy_since = id;
+        }
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        // Trailing zeros need not travel: the receiver pads the symbol back.
+        let used = symbol.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        Frame::Source(SourceFrame {
+            id: self.sender.truncate(id),
+            data: &symbol[..used],
+        })
+        .emit(&mut buf);
+        self.sender.scratch = symbol;
+        self.stats.source_symbols_sent += 1;
+        let estimate = self.recovery.loss.estimate();
+        let horizon = self.horizon();
+        self.repair.on_source_sent(id, &estimate, &horizon);
+        let next = SymbolId(id.0 + 1);
+        if !self.streams.has_pending()
+            || !self
+                .repair
+                .scheme
+                .may_send_source(next, self.sender.peer.decoded_through)
+        {
+            self.arm_tail(&estimate);
+        }
+        self.repair.scheme.on_source_sent(number, id);
+        Some(self.finish_packet(
+            now,
+            buf,
+            number,
+            header_len,
+            PacketKind::Source(id),
+            Some(Carried::Source),
+        ))
+    }
+
+    /// A repair symbol for `reason`, over the window and in the code the
+    /// redundancy scheme plans (the default: the newest symbols held for
+    /// proactive repair, the peer's oldest gaps otherwise).
+    pub(super) fn build_repair(&mut self, now: Instant, reason: RepairReason) -> Option<Transmit> {
+        let span = self.repair_span();
+        let encoder = self.sender.encoder.as_ref()?;
+        if encoder.next_id() == encoder.oldest() {
+            return None;
+        }
+        let range = RepairRange {
+            oldest: encoder.oldest(),
+            next: encoder.next_id(),
+            peer_end: self.sender.peer.end,
+            max_span: span,
+            reach_flight: false,
+        };
+        let plan = self.repair.plan(reason, range)?;
+        let key = RepairKey(self.sender.next_repair_key);
+        self.sender.next_repair_key = self.sender.next_repair_key.wrapping_add(1);
+        let mut data = std::mem::take(&mut self.sender.scratch);
+        data.resize(self.symbol_size, 0);
+        let encoder = self.sender.encoder.as_mut()?;
+        if encoder
+            .repair_with(plan.code, plan.window, key, &mut data)
+            .is_err()
+        {
+            self.sender.scratch = data;
+            return None;
+        }
+        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        Frame::Repair(RepairFrame {
+            first: self.sender.truncate(plan.window.first),
+            len: plan.window.len,
+            key,
+            density: plan.code.density_byte(),
+            data: &data,
+        })
+        .emit(&mut buf);
+        self.sender.scratch = data;
+        self.stats.repair_symbols_sent += 1;
+        self.repair.scheme.on_repair_sent(number, reason, &plan);
+        Some(self.finish_packet(
+            now,
+            buf,
+            number,
+            header_len,
+            PacketKind::Repair,
+            Some(if reason == RepairReason::Proactive {
+                Carried::Repair
+            } else {
+                Carried::WideRepair
+            }),
+        ))
+    }
 }

@@ -69,6 +69,11 @@ pub struct RepairRange {
     ///
     /// [`TransportConfig::max_repair_span`]: crate::TransportConfig::max_repair_span
     pub max_span: u64,
+    /// Whether a reactive repair may reach past the gaps the peer reported,
+    /// to the newest symbol sent: so it may where the answer was sized for
+    /// the losses of the whole flight too
+    /// ([`RedundancyScheme::answer_reaches_flight`]).
+    pub reach_flight: bool,
 }
 
 /// One repair symbol to build: the window it combines and its code.
@@ -166,6 +171,14 @@ pub trait RedundancyScheme: fmt::Debug + Send {
 
     /// How many repairs answer the peer's feedback.
     fn reactive_repairs(&mut self, feedback: &Feedback, estimate: &LossEstimate) -> u64;
+
+    /// Whether the answer to `feedback` is sized for the losses of the
+    /// whole flight in flight, not only the gaps the peer reported: then
+    /// its repairs may cover the flight ([`RepairRange::reach_flight`]).
+    /// By default, never.
+    fn answer_reaches_flight(&self, _feedback: &Feedback) -> bool {
+        false
+    }
 
     /// How many repairs protect the tail of a transfer: the sender ran out
     /// of data (or may not send more) with `unconfirmed` source symbols

@@ -62,9 +62,6 @@ pub struct SlidingWindow {
     z: f64,
     /// `Φ⁻¹(1 − tail_residual)`, computed once.
     tail_z: f64,
-    /// Whether the last reactive answer counted the source symbols in
-    /// flight: then its repairs cover them too.
-    pub(crate) answer_covers_flight: bool,
 }
 
 impl Default for SlidingWindow {
@@ -82,7 +79,6 @@ impl SlidingWindow {
             config,
             z: inverse_normal_cdf(1.0 - residual),
             tail_z: inverse_normal_cdf(1.0 - tail_residual),
-            answer_covers_flight: false,
         }
     }
 
@@ -118,7 +114,7 @@ impl SlidingWindow {
     /// Whether a round trip of `rtt` is short enough for reactive answers
     /// to cover the flight and round to the nearest repair
     /// ([`RedundancyConfig::cheap_feedback_rtt`]).
-    pub(crate) fn feedback_is_cheap(&self, rtt: Duration) -> bool {
+    fn feedback_is_cheap(&self, rtt: Duration) -> bool {
         rtt <= self.config.cheap_feedback_rtt
     }
 
@@ -354,9 +350,6 @@ impl RedundancyScheme for SlidingWindow {
     }
 
     fn reactive_repairs(&mut self, feedback: &Feedback, estimate: &LossEstimate) -> u64 {
-        self.answer_covers_flight = feedback
-            .covered
-            .is_some_and(|flight| self.feedback_is_cheap(flight.rtt));
         match feedback.covered {
             Some(flight) => {
                 SlidingWindow::reactive_repairs_covered(self, feedback.deficit, &flight, estimate)
@@ -368,6 +361,12 @@ impl RedundancyScheme for SlidingWindow {
                 estimate,
             ),
         }
+    }
+
+    fn answer_reaches_flight(&self, feedback: &Feedback) -> bool {
+        feedback
+            .covered
+            .is_some_and(|flight| self.feedback_is_cheap(flight.rtt))
     }
 
     fn tail_repairs(&self, unconfirmed: u64, _next: SymbolId, estimate: &LossEstimate) -> u64 {
@@ -389,7 +388,7 @@ impl RedundancyScheme for SlidingWindow {
             }
             RepairReason::Tail => tail_window(range),
             // The answer counted the flight's losses: cover them too.
-            RepairReason::Reactive if self.answer_covers_flight => tail_window(range),
+            RepairReason::Reactive if range.reach_flight => tail_window(range),
             RepairReason::Reactive | RepairReason::Probe => gap_window(range),
         }?;
         Some(RepairPlan {
