@@ -317,6 +317,64 @@ impl Scenario {
         Ok(self.collect(&network, &ids, epoch, outcome.now, ideal))
     }
 
+    /// One flow's figures, from its `sender` and `receiver` ends.
+    fn flow_result(
+        &self,
+        sender: &TransferNode,
+        receiver: &TransferNode,
+        epoch: Instant,
+    ) -> FlowResult {
+        let one_way_ms = self.rtt.as_secs_f64() * 500.0;
+        let delivery = receiver.delivery().expect("a receiver");
+        let completion_s = delivery
+            .finished_at
+            .map(|t| t.duration_since(epoch).as_secs_f64());
+        let stats = sender.connection().stats();
+        let receiver_stats = receiver.connection().stats();
+        let delivered = delivery.read.max(1) as f64;
+        let goodput_bps = completion_s.map_or(0.0, |t| delivery.read as f64 * 8.0 / t);
+        let mut delays_ms = Vec::new();
+        let reads = receiver.read_log();
+        let mut r = 0;
+        for &(end_offset, sent_at) in sender.sent_log() {
+            while r < reads.len() && reads[r].0 < end_offset {
+                r += 1;
+            }
+            if let Some(&(_, read_at)) = reads.get(r) {
+                let ms = read_at.duration_since(sent_at).as_secs_f64() * 1000.0;
+                delays_ms.push((ms - one_way_ms).max(0.0));
+            }
+        }
+        let error = match (delivery.finished_at, sender.closed(), receiver.closed()) {
+            (Some(_), _, _) => None,
+            (None, None, None) => Some("did not complete".to_owned()),
+            (None, s, r) => Some(format!("sender: {s:?}; receiver: {r:?}")),
+        };
+        FlowResult {
+            completion_s,
+            goodput_bps,
+            overhead: stats.bytes_sent as f64 / delivered,
+            overhead_total: (stats.bytes_sent + receiver_stats.bytes_sent) as f64 / delivered,
+            verified: delivery.finished_at.is_some()
+                && delivery.intact
+                && delivery.read == self.size,
+            error,
+            symbols_repaired: receiver_stats.symbols_repaired,
+            repair_sent: stats.repair_symbols_sent,
+            source_sent: stats.source_symbols_sent,
+            loss_estimate: stats.loss_rate,
+            repair_kinds: [
+                stats.repair_proactive,
+                stats.repair_reactive,
+                stats.repair_tail,
+                stats.repair_probe,
+                receiver_stats.repairs_stale,
+                receiver_stats.repairs_redundant,
+            ],
+            delays_ms,
+        }
+    }
+
     fn collect(
         &self,
         network: &Network<TransferNode>,
@@ -325,60 +383,10 @@ impl Scenario {
         end: Instant,
         ideal: Duration,
     ) -> ScenarioResult {
-        let one_way_ms = self.rtt.as_secs_f64() * 500.0;
-        let mut flows = Vec::new();
-        for &(s, r) in ids {
-            let sender = network.node(s);
-            let receiver = network.node(r);
-            let delivery = receiver.delivery().expect("a receiver");
-            let completion_s = delivery
-                .finished_at
-                .map(|t| t.duration_since(epoch).as_secs_f64());
-            let stats = sender.connection().stats();
-            let receiver_stats = receiver.connection().stats();
-            let delivered = delivery.read.max(1) as f64;
-            let goodput_bps = completion_s.map_or(0.0, |t| delivery.read as f64 * 8.0 / t);
-            let mut delays_ms = Vec::new();
-            let reads = receiver.read_log();
-            let mut r = 0;
-            for &(end_offset, sent_at) in sender.sent_log() {
-                while r < reads.len() && reads[r].0 < end_offset {
-                    r += 1;
-                }
-                if let Some(&(_, read_at)) = reads.get(r) {
-                    let ms = read_at.duration_since(sent_at).as_secs_f64() * 1000.0;
-                    delays_ms.push((ms - one_way_ms).max(0.0));
-                }
-            }
-            let error = match (delivery.finished_at, sender.closed(), receiver.closed()) {
-                (Some(_), _, _) => None,
-                (None, None, None) => Some("did not complete".to_owned()),
-                (None, s, r) => Some(format!("sender: {s:?}; receiver: {r:?}")),
-            };
-            flows.push(FlowResult {
-                completion_s,
-                goodput_bps,
-                overhead: stats.bytes_sent as f64 / delivered,
-                overhead_total: (stats.bytes_sent + receiver_stats.bytes_sent) as f64 / delivered,
-                verified: delivery.finished_at.is_some()
-                    && delivery.intact
-                    && delivery.read == self.size,
-                error,
-                symbols_repaired: receiver_stats.symbols_repaired,
-                repair_sent: stats.repair_symbols_sent,
-                source_sent: stats.source_symbols_sent,
-                loss_estimate: stats.loss_rate,
-                repair_kinds: [
-                    stats.repair_proactive,
-                    stats.repair_reactive,
-                    stats.repair_tail,
-                    stats.repair_probe,
-                    receiver_stats.repairs_stale,
-                    receiver_stats.repairs_redundant,
-                ],
-                delays_ms,
-            });
-        }
+        let flows: Vec<FlowResult> = ids
+            .iter()
+            .map(|&(s, r)| self.flow_result(network.node(s), network.node(r), epoch))
+            .collect();
         let completion_s = flows
             .iter()
             .map(|f| f.completion_s)

@@ -620,94 +620,12 @@ impl Streams {
         events: &mut VecDeque<Event>,
     ) -> Result<(), Violation> {
         match frame {
-            Frame::Stream(f) => {
-                let end = f.offset + f.data.len() as u64;
-                let local_max_data = self.local_max_data;
-                let received_data = self.received_data;
-                let Some(stream) = self.recv_stream(f.id, events)? else {
-                    return Ok(());
-                };
-                if end > stream.max_data {
-                    return Err(violation(
-                        codes::FLOW_CONTROL,
-                        format!(
-                            "stream {} data to {end} beyond its limit {}",
-                            f.id, stream.max_data
-                        ),
-                    ));
-                }
-                if let Some(size) = stream.final_size {
-                    if end > size || (f.fin && end != size) {
-                        return Err(violation(
-                            codes::PROTOCOL_VIOLATION,
-                            format!("stream {} data beyond its final size {size}", f.id),
-                        ));
-                    }
-                }
-                if f.fin {
-                    if end < stream.highest {
-                        return Err(violation(
-                            codes::PROTOCOL_VIOLATION,
-                            format!("stream {} final size {end} below data received", f.id),
-                        ));
-                    }
-                    stream.final_size = Some(end);
-                }
-                let grown = end.saturating_sub(stream.highest);
-                if received_data + grown > local_max_data {
-                    return Err(violation(
-                        codes::FLOW_CONTROL,
-                        "connection data beyond its limit",
-                    ));
-                }
-                stream.highest = stream.highest.max(end);
-                let was_readable = stream.readable();
-                if stream.reset.is_none() && stream.stop_sending.is_none() {
-                    stream.insert(f.offset, f.data);
-                }
-                let now_readable = stream.readable();
-                self.received_data += grown;
-                if now_readable && !was_readable {
-                    events.push_back(Event::StreamReadable(f.id));
-                }
-            }
+            Frame::Stream(f) => self.on_stream_frame(f, events)?,
             Frame::ResetStream {
                 id,
                 error_code,
                 final_size,
-            } => {
-                let local_max_data = self.local_max_data;
-                let received_data = self.received_data;
-                let Some(stream) = self.recv_stream(*id, events)? else {
-                    return Ok(());
-                };
-                if *final_size < stream.highest
-                    || stream.final_size.is_some_and(|s| s != *final_size)
-                {
-                    return Err(violation(
-                        codes::PROTOCOL_VIOLATION,
-                        format!("stream {id} reset with an inconsistent final size"),
-                    ));
-                }
-                let grown = final_size - stream.highest;
-                if received_data + grown > local_max_data || *final_size > stream.max_data {
-                    return Err(violation(
-                        codes::FLOW_CONTROL,
-                        "reset beyond the flow limit",
-                    ));
-                }
-                stream.highest = *final_size;
-                stream.final_size = Some(*final_size);
-                if stream.reset.is_none() {
-                    stream.reset = Some(*error_code);
-                    stream.chunks.clear();
-                    events.push_back(Event::StreamReset {
-                        id: *id,
-                        code: *error_code,
-                    });
-                }
-                self.received_data += grown;
-            }
+            } => self.on_reset_stream(*id, *error_code, *final_size, events)?,
             Frame::StopSending { id, error_code } => {
                 self.recv_stream(*id, events)?;
                 if let Some(stream) = self.send.get_mut(id) {
@@ -747,6 +665,106 @@ impl Streams {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// A STREAM frame: its data into the stream's reassembly, within the
+    /// stream's and the connection's flow limits and its final size.
+    fn on_stream_frame(
+        &mut self,
+        f: &StreamFrame<'_>,
+        events: &mut VecDeque<Event>,
+    ) -> Result<(), Violation> {
+        let end = f.offset + f.data.len() as u64;
+        let local_max_data = self.local_max_data;
+        let received_data = self.received_data;
+        let Some(stream) = self.recv_stream(f.id, events)? else {
+            return Ok(());
+        };
+        if end > stream.max_data {
+            return Err(violation(
+                codes::FLOW_CONTROL,
+                format!(
+                    "stream {} data to {end} beyond its limit {}",
+                    f.id, stream.max_data
+                ),
+            ));
+        }
+        if let Some(size) = stream.final_size {
+            if end > size || (f.fin && end != size) {
+                return Err(violation(
+                    codes::PROTOCOL_VIOLATION,
+                    format!("stream {} data beyond its final size {size}", f.id),
+                ));
+            }
+        }
+        if f.fin {
+            if end < stream.highest {
+                return Err(violation(
+                    codes::PROTOCOL_VIOLATION,
+                    format!("stream {} final size {end} below data received", f.id),
+                ));
+            }
+            stream.final_size = Some(end);
+        }
+        let grown = end.saturating_sub(stream.highest);
+        if received_data + grown > local_max_data {
+            return Err(violation(
+                codes::FLOW_CONTROL,
+                "connection data beyond its limit",
+            ));
+        }
+        stream.highest = stream.highest.max(end);
+        let was_readable = stream.readable();
+        if stream.reset.is_none() && stream.stop_sending.is_none() {
+            stream.insert(f.offset, f.data);
+        }
+        let now_readable = stream.readable();
+        self.received_data += grown;
+        if now_readable && !was_readable {
+            events.push_back(Event::StreamReadable(f.id));
+        }
+        Ok(())
+    }
+
+    /// A RESET_STREAM frame: the peer abandoned sending on stream `id` at
+    /// `final_size`.
+    fn on_reset_stream(
+        &mut self,
+        id: StreamId,
+        error_code: u64,
+        final_size: u64,
+        events: &mut VecDeque<Event>,
+    ) -> Result<(), Violation> {
+        let local_max_data = self.local_max_data;
+        let received_data = self.received_data;
+        let Some(stream) = self.recv_stream(id, events)? else {
+            return Ok(());
+        };
+        if final_size < stream.highest || stream.final_size.is_some_and(|s| s != final_size) {
+            return Err(violation(
+                codes::PROTOCOL_VIOLATION,
+                format!("stream {id} reset with an inconsistent final size"),
+            ));
+        }
+        let grown = final_size - stream.highest;
+        if received_data + grown > local_max_data || final_size > stream.max_data {
+            return Err(violation(
+                codes::FLOW_CONTROL,
+                "reset beyond the flow limit",
+            ));
+        }
+        stream.highest = final_size;
+        stream.final_size = Some(final_size);
+        if stream.reset.is_none() {
+            stream.reset = Some(error_code);
+            stream.chunks.clear();
+            events.push_back(Event::StreamReset {
+                id,
+                code: error_code,
+            });
+        }
+        self.received_data += grown;
         Ok(())
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ltx_presets::Profile;
 
-use super::plan::{Plan, Section};
+use super::plan::{Cell, Plan, Section};
 use super::runner::Run;
 use crate::metrics::percentile;
 
@@ -163,26 +163,61 @@ pub fn targets(plan: &Plan, summaries: &[CellSummary]) -> Vec<Target> {
     for s in summaries {
         by_cell.entry(s.cell).or_default().push(s);
     }
-    let mut within_best = Target::new(
-        "ltx within 5 % of the best preset (median T/T*), seed 000 tables and seed 004 sweeps",
-    );
-    let mut fastest = Target::new("ltx the fastest preset at ≥ 20 % loss");
-    let mut long_100mb = Target::new("ltx T/T* ≤ 1.15, long delay, 100 MB");
-    let mut ten_mb = Target::new("ltx T/T* ≤ 1.6, 10 MB (both seed 000 tables)");
-    let mut overhead = Target::new("ltx overhead ≤ 1.05/(1−p), ≤ 1.02 at 0 %");
-    let mut overhead_dealt = Target::new(
-        "ltx overhead ≤ 1.05/(1−q) for the loss q each run's channel dealt (the line above \
-         without the channel's luck; not a target), ≤ 1.02 at 0 %",
-    );
-    let mut jain = Target::new("shared bottleneck: ltx jain ≥ 0.95");
-    let mut queue_delay = Target::new("shared bottleneck: ltx p95 queueing delay ≤ 0.5 RTT");
-    let mut queue_loss =
-        Target::new("shared bottleneck: ltx queue loss ≤ 0.5 % (drop-tail), 0 with ECN");
+    let mut targets = Targets::new();
     for (&index, cell_summaries) in &by_cell {
         let cell = &plan.cells[index];
         let Some(ltx) = cell_summaries.iter().find(|s| s.profile == Profile::Ltx) else {
             continue;
         };
+        targets.check_speed(cell, ltx, cell_summaries);
+        targets.check_size(cell, ltx);
+        if cell.flows == 1 {
+            targets.check_overhead(cell, ltx);
+        } else {
+            targets.check_shared(cell, ltx);
+        }
+    }
+    targets.into_list()
+}
+
+/// Every target, as the cells are checked against them.
+struct Targets {
+    within_best: Target,
+    fastest: Target,
+    long_100mb: Target,
+    ten_mb: Target,
+    overhead: Target,
+    overhead_dealt: Target,
+    jain: Target,
+    queue_delay: Target,
+    queue_loss: Target,
+}
+
+impl Targets {
+    fn new() -> Targets {
+        Targets {
+            within_best: Target::new(
+                "ltx within 5 % of the best preset (median T/T*), seed 000 tables and seed 004 sweeps",
+            ),
+            fastest: Target::new("ltx the fastest preset at ≥ 20 % loss"),
+            long_100mb: Target::new("ltx T/T* ≤ 1.15, long delay, 100 MB"),
+            ten_mb: Target::new("ltx T/T* ≤ 1.6, 10 MB (both seed 000 tables)"),
+            overhead: Target::new("ltx overhead ≤ 1.05/(1−p), ≤ 1.02 at 0 %"),
+            overhead_dealt: Target::new(
+                "ltx overhead ≤ 1.05/(1−q) for the loss q each run's channel dealt (the line above \
+                 without the channel's luck; not a target), ≤ 1.02 at 0 %",
+            ),
+            jain: Target::new("shared bottleneck: ltx jain ≥ 0.95"),
+            queue_delay: Target::new("shared bottleneck: ltx p95 queueing delay ≤ 0.5 RTT"),
+            queue_loss: Target::new(
+                "shared bottleneck: ltx queue loss ≤ 0.5 % (drop-tail), 0 with ECN",
+            ),
+        }
+    }
+
+    /// ltx against the other presets of a swept cell: within 5 % of the
+    /// best, and the fastest at heavy loss.
+    fn check_speed(&mut self, cell: &Cell, ltx: &CellSummary, cell_summaries: &[&CellSummary]) {
         let label = cell.label();
         let others: Vec<&CellSummary> = cell_summaries
             .iter()
@@ -191,94 +226,117 @@ pub fn targets(plan: &Plan, summaries: &[CellSummary]) -> Vec<Target> {
             .collect();
         let swept = cell.section.is_seed_table()
             || matches!(cell.section, Section::DelaySweep | Section::LossSweep);
-        if swept && !others.is_empty() {
-            if let Some((profile, ratio)) = best(cell_summaries) {
-                within_best.check(ltx.ratio <= ratio * WITHIN_BEST, || {
+        if !swept || others.is_empty() {
+            return;
+        }
+        if let Some((profile, ratio)) = best(cell_summaries) {
+            self.within_best
+                .check(ltx.ratio <= ratio * WITHIN_BEST, || {
                     format!(
                         "{label}: ltx {} against {profile} {ratio:.3}",
                         show(ltx.ratio)
                     )
                 });
-            }
-            if cell.loss >= HEAVY_LOSS {
-                let faster: Vec<String> = others
-                    .iter()
-                    .filter(|s| s.ratio < ltx.ratio)
-                    .map(|s| format!("{} {}", s.profile, show(s.ratio)))
-                    .collect();
-                fastest.check(faster.is_empty(), || {
-                    format!(
-                        "{label}: ltx {}, faster: {}",
-                        show(ltx.ratio),
-                        faster.join(", ")
-                    )
-                });
-            }
         }
-        // The size targets hold the full matrix's transfers only, not the
-        // quick check's small ones.
+        if cell.loss >= HEAVY_LOSS {
+            let faster: Vec<String> = others
+                .iter()
+                .filter(|s| s.ratio < ltx.ratio)
+                .map(|s| format!("{} {}", s.profile, show(s.ratio)))
+                .collect();
+            self.fastest.check(faster.is_empty(), || {
+                format!(
+                    "{label}: ltx {}, faster: {}",
+                    show(ltx.ratio),
+                    faster.join(", ")
+                )
+            });
+        }
+    }
+
+    /// ltx's T/T* on the full matrix's transfers (not the quick check's
+    /// small ones).
+    fn check_size(&mut self, cell: &Cell, ltx: &CellSummary) {
+        let label = cell.label();
         match cell.section {
-            Section::LongDelay100Mb if cell.size == 100_000_000 => long_100mb
-                .check(ltx.ratio <= LONG_100MB_RATIO, || {
+            Section::LongDelay100Mb if cell.size == 100_000_000 => {
+                self.long_100mb.check(ltx.ratio <= LONG_100MB_RATIO, || {
                     format!("{label}: {}", show(ltx.ratio))
-                }),
-            Section::Correlated | Section::LongDelay if cell.size == 10_000_000 => ten_mb
-                .check(ltx.ratio <= TEN_MB_RATIO, || {
+                })
+            }
+            Section::Correlated | Section::LongDelay if cell.size == 10_000_000 => {
+                self.ten_mb.check(ltx.ratio <= TEN_MB_RATIO, || {
                     format!("{label}: {}", show(ltx.ratio))
-                }),
+                })
+            }
             _ => {}
         }
-        if cell.flows == 1 {
-            if let Some(measured) = ltx.overhead {
-                let allowed = if cell.loss == 0.0 {
-                    OVERHEAD_CLEAN
-                } else {
-                    OVERHEAD_LOSSY / (1.0 - cell.loss)
-                };
-                overhead.check(measured <= allowed, || {
-                    format!("{label}: {measured:.4} > {allowed:.4}")
-                });
-            }
-            if let Some(dealt) = ltx.overhead_dealt {
-                let allowed = if cell.loss == 0.0 {
-                    OVERHEAD_CLEAN
-                } else {
-                    OVERHEAD_LOSSY
-                };
-                overhead_dealt.check(dealt <= allowed, || {
-                    format!("{label}: overhead × (1 − q) {dealt:.4} > {allowed:.2}")
-                });
-            }
-        } else {
-            let rtt_ms = cell.rtt.as_secs_f64() * 1000.0;
-            match ltx.jain {
-                Some(j) => jain.check(j >= SHARED_JAIN, || format!("{label}: {j:.3}")),
-                None => jain.check(false, || format!("{label}: no index")),
-            }
-            queue_delay.check(ltx.queue_delay_p95_ms <= SHARED_QUEUE_RTT * rtt_ms, || {
+    }
+
+    /// ltx's wire bytes per byte delivered, against the cell's nominal loss
+    /// and against the loss its channels dealt.
+    fn check_overhead(&mut self, cell: &Cell, ltx: &CellSummary) {
+        let label = cell.label();
+        if let Some(measured) = ltx.overhead {
+            let allowed = if cell.loss == 0.0 {
+                OVERHEAD_CLEAN
+            } else {
+                OVERHEAD_LOSSY / (1.0 - cell.loss)
+            };
+            self.overhead.check(measured <= allowed, || {
+                format!("{label}: {measured:.4} > {allowed:.4}")
+            });
+        }
+        if let Some(dealt) = ltx.overhead_dealt {
+            let allowed = if cell.loss == 0.0 {
+                OVERHEAD_CLEAN
+            } else {
+                OVERHEAD_LOSSY
+            };
+            self.overhead_dealt.check(dealt <= allowed, || {
+                format!("{label}: overhead × (1 − q) {dealt:.4} > {allowed:.2}")
+            });
+        }
+    }
+
+    /// ltx flows sharing a bottleneck: fairness, queueing delay and queue
+    /// loss.
+    fn check_shared(&mut self, cell: &Cell, ltx: &CellSummary) {
+        let label = cell.label();
+        let rtt_ms = cell.rtt.as_secs_f64() * 1000.0;
+        match ltx.jain {
+            Some(j) => self
+                .jain
+                .check(j >= SHARED_JAIN, || format!("{label}: {j:.3}")),
+            None => self.jain.check(false, || format!("{label}: no index")),
+        }
+        self.queue_delay
+            .check(ltx.queue_delay_p95_ms <= SHARED_QUEUE_RTT * rtt_ms, || {
                 format!(
                     "{label}: {:.1} ms = {:.2} RTT",
                     ltx.queue_delay_p95_ms,
                     ltx.queue_delay_p95_ms / rtt_ms
                 )
             });
-            let allowed = if cell.ecn { 0.0 } else { SHARED_QUEUE_LOSS };
-            queue_loss.check(ltx.queue_loss <= allowed, || {
-                format!("{label}: {:.3} %", ltx.queue_loss * 100.0)
-            });
-        }
+        let allowed = if cell.ecn { 0.0 } else { SHARED_QUEUE_LOSS };
+        self.queue_loss.check(ltx.queue_loss <= allowed, || {
+            format!("{label}: {:.3} %", ltx.queue_loss * 100.0)
+        });
     }
-    vec![
-        within_best,
-        fastest,
-        long_100mb,
-        ten_mb,
-        overhead,
-        overhead_dealt,
-        jain,
-        queue_delay,
-        queue_loss,
-    ]
+
+    fn into_list(self) -> Vec<Target> {
+        vec![
+            self.within_best,
+            self.fastest,
+            self.long_100mb,
+            self.ten_mb,
+            self.overhead,
+            self.overhead_dealt,
+            self.jain,
+            self.queue_delay,
+            self.queue_loss,
+        ]
+    }
 }
 
 impl Target {
