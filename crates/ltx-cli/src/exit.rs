@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use ltx::{CloseReason, ConnectError, ConnectionError};
 
-use crate::files::TransferError;
+use ltx_files::TransferError;
 
 /// What went wrong, as the process reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,6 @@ mod bench;
 mod demo;
 mod emu;
 mod exit;
-mod files;
 mod keys;
 mod live;
 mod realtime;

@@ -19,18 +19,18 @@ use super::name::{NameError, TransferName};
 
 /// One file to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PlannedFile {
+pub struct PlannedFile {
     /// Where it is here.
-    pub(crate) local: PathBuf,
+    pub local: PathBuf,
     /// The name it gets on the receiver.
-    pub(crate) name: TransferName,
+    pub name: TransferName,
     /// Its length when it was listed, for an overall progress bar.
-    pub(crate) size: u64,
+    pub size: u64,
 }
 
 /// What a walk over a directory left out, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum SkipReason {
+pub enum SkipReason {
     /// A symbolic link inside a directory.
     Symlink,
     /// A socket, FIFO or device.
@@ -48,16 +48,16 @@ impl std::fmt::Display for SkipReason {
 
 /// The files to send, in order, and what was left out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Plan {
+pub struct Plan {
     /// The files, in the order given, each directory's sorted by name.
-    pub(crate) files: Vec<PlannedFile>,
+    pub files: Vec<PlannedFile>,
     /// Entries of directories that are not sent.
-    pub(crate) skipped: Vec<(PathBuf, SkipReason)>,
+    pub skipped: Vec<(PathBuf, SkipReason)>,
 }
 
 /// Why the paths cannot be sent.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum PlanError {
+pub enum PlanError {
     /// A path could not be read.
     #[error("cannot read {}", path.display())]
     Io {
@@ -112,7 +112,7 @@ pub(crate) enum PlanError {
 ///
 /// It reads the file system as it goes, so a caller on an async runtime with
 /// a large tree runs it in `spawn_blocking`.
-pub(crate) fn plan_transfers(paths: &[PathBuf], recursive: bool) -> Result<Plan, PlanError> {
+pub fn plan_transfers(paths: &[PathBuf], recursive: bool) -> Result<Plan, PlanError> {
     let mut plan = Plan::default();
     for path in paths {
         let io_error = |source| PlanError::Io {

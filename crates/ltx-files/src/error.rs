@@ -8,7 +8,7 @@ use super::wire::{Hash, ProtocolError, RefuseReason, Text};
 
 /// Where in the exchange the stream was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stage {
+pub enum Stage {
     /// Before the offer had been read or written.
     Offer,
     /// Waiting for the receiver's answer to the offer.
@@ -35,7 +35,7 @@ impl fmt::Display for Stage {
 
 /// Why a file was not transferred.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum TransferError {
+pub enum TransferError {
     /// The receiver refused the offer (on the receiver: this side refused).
     #[error("refused ({reason}): {message}")]
     Refused {

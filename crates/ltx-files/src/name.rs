@@ -13,23 +13,23 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The longest name in bytes, all components and separators together.
-pub(crate) const MAX_NAME_LEN: usize = 0x0400;
+pub const MAX_NAME_LEN: usize = 0x0400;
 
 /// The longest component in bytes: the usual `NAME_MAX` of Unix file systems.
-pub(crate) const MAX_COMPONENT_LEN: usize = 0xFF;
+pub const MAX_COMPONENT_LEN: usize = 0xFF;
 
 /// The suffix of the receiver's partial files, which no component of a
 /// transfer name may end in, so that a transfer can never land on, or make a
 /// directory of, another's partial file.
-pub(crate) const PART_SUFFIX: &str = ".ltx-part";
+pub const PART_SUFFIX: &str = ".ltx-part";
 
 /// A name that is safe to create under the receiver's directory.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct TransferName(String);
+pub struct TransferName(String);
 
 /// Why a name was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum NameError {
+pub enum NameError {
     /// The name has no bytes at all.
     #[error("the name is empty")]
     Empty,
@@ -80,7 +80,7 @@ impl TransferName {
     }
 
     /// Checks a name.
-    pub(crate) fn parse(name: &str) -> Result<Self, NameError> {
+    pub fn parse(name: &str) -> Result<Self, NameError> {
         if name.is_empty() {
             return Err(NameError::Empty);
         }
@@ -113,7 +113,7 @@ impl TransferName {
     }
 
     /// The name as sent on the wire.
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 

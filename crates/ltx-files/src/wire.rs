@@ -31,16 +31,16 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use super::name::{NameError, TransferName, MAX_NAME_LEN};
 
 /// The first bytes of every file stream.
-pub(crate) const MAGIC: [u8; 4] = *b"LTXF";
+pub const MAGIC: [u8; 4] = *b"LTXF";
 
 /// The protocol version this code speaks.
-pub(crate) const VERSION: u8 = 0x01;
+pub const VERSION: u8 = 0x01;
 
 /// The longest frame body; longer ones are refused before any allocation.
-pub(crate) const MAX_BODY_LEN: usize = 0x0800;
+pub const MAX_BODY_LEN: usize = 0x0800;
 
 /// The longest human-readable text in a frame, in bytes.
-pub(crate) const MAX_TEXT_LEN: usize = 0x0400;
+pub const MAX_TEXT_LEN: usize = 0x0400;
 
 /// The frame tags.
 mod tag {
@@ -60,11 +60,11 @@ mod status {
 }
 
 /// A BLAKE3 digest on the wire.
-pub(crate) type Hash = blake3::Hash;
+pub type Hash = blake3::Hash;
 
 /// A human-readable text of at most [`MAX_TEXT_LEN`] bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Text(String);
+pub struct Text(String);
 
 impl Text {
     /// A text, cut at a character boundary if it is too long to send.
@@ -106,7 +106,7 @@ pub(crate) struct Offer {
 
 /// Why a receiver refused an offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RefuseReason {
+pub enum RefuseReason {
     /// A file of that name exists and overwriting was not asked for.
     Exists,
     /// The name is not acceptable.
@@ -326,7 +326,7 @@ impl Message {
 
 /// The peer broke the protocol.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ProtocolError {
+pub enum ProtocolError {
     /// The stream does not start with [`MAGIC`].
     #[error("not an ltx file stream (magic {0:02x?})")]
     BadMagic([u8; 4]),

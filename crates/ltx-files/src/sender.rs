@@ -17,19 +17,19 @@ use super::CHUNK_LEN;
 
 /// What a completed send did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Sent {
+pub struct Sent {
     /// The name the file was sent under.
-    pub(crate) name: TransferName,
+    pub name: TransferName,
     /// The file's length in bytes.
-    pub(crate) size: u64,
+    pub size: u64,
     /// The bytes of file data that went over the stream this time.
-    pub(crate) bytes_sent: u64,
+    pub bytes_sent: u64,
     /// Where the data started: the bytes the receiver already had.
-    pub(crate) resumed_from: u64,
+    pub resumed_from: u64,
     /// The file's BLAKE3.
-    pub(crate) hash: Hash,
+    pub hash: Hash,
     /// The receiver already had this exact file; no data was sent.
-    pub(crate) already_present: bool,
+    pub already_present: bool,
 }
 
 /// Sends the file at `path` under `name` over one stream: writes on `writer`
@@ -45,7 +45,7 @@ pub(crate) struct Sent {
 /// a receiver that gives up (a full disk) is heard at once rather than
 /// after the last byte. On return it has shut `writer` down, except when the
 /// stream already failed.
-pub(crate) async fn send_file<R, W, P>(
+pub async fn send_file<R, W, P>(
     reader: &mut R,
     writer: &mut W,
     path: &Path,

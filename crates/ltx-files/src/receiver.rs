@@ -32,13 +32,13 @@ use super::CHUNK_LEN;
 
 /// What a receiver allows.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct ReceiveOptions {
+pub struct ReceiveOptions {
     /// Replace an existing file of the same name (atomically, once the new
     /// one is complete and verified).
-    pub(crate) force: bool,
+    pub force: bool,
     /// Treat the disk as if at most this many bytes of any one file fit on
     /// it: an offer needing more is refused as for a full disk.
-    pub(crate) max_file_bytes: Option<u64>,
+    pub max_file_bytes: Option<u64>,
     /// Fail writes that would take the partial file past this many bytes,
     /// as a disk that fills up during the transfer would.
     #[cfg(test)]
@@ -48,7 +48,7 @@ pub(crate) struct ReceiveOptions {
 impl ReceiveOptions {
     /// Options for a receiver: whether to replace existing files, and the
     /// largest file it takes.
-    pub(crate) fn new(force: bool, max_file_bytes: Option<u64>) -> Self {
+    pub fn new(force: bool, max_file_bytes: Option<u64>) -> Self {
         Self {
             force,
             max_file_bytes,
@@ -60,21 +60,21 @@ impl ReceiveOptions {
 
 /// A file this side holds at the end of a transfer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Received {
+pub struct Received {
     /// The name the sender gave it.
-    pub(crate) name: TransferName,
+    pub name: TransferName,
     /// Where it is: the receiver's directory joined with the name.
-    pub(crate) path: PathBuf,
+    pub path: PathBuf,
     /// Its length in bytes.
-    pub(crate) size: u64,
+    pub size: u64,
     /// Its BLAKE3.
-    pub(crate) hash: Hash,
+    pub hash: Hash,
     /// The bytes that were already here from an earlier attempt.
-    pub(crate) resumed_from: u64,
+    pub resumed_from: u64,
     /// The bytes that came over the stream this time.
-    pub(crate) bytes_received: u64,
+    pub bytes_received: u64,
     /// The file was already here, identical; nothing was written.
-    pub(crate) already_present: bool,
+    pub already_present: bool,
 }
 
 /// Receives one file into `dir` over one stream: reads the sender's offer
@@ -91,7 +91,7 @@ pub(crate) struct Received {
 /// It does not time out on its own: a caller that wants a deadline wraps the
 /// future in `tokio::time::timeout`; dropping it is as safe as a broken
 /// stream.
-pub(crate) async fn receive_file<R, W, P>(
+pub async fn receive_file<R, W, P>(
     reader: &mut R,
     writer: &mut W,
     dir: &Path,
