@@ -10,16 +10,16 @@ use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 use ltx::{Connection, Endpoint, EndpointConfig, Security};
+use ltx_cli::exit::{Failed, Failure};
+use ltx_cli::live;
+use ltx_cli::repair_args::RepairArgs;
 use ltx_files::{Phase, PlannedFile, Sent};
 use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::exit::{Failed, Failure};
 use crate::keys::{KeyArgs, NO_ANSWER_HINT};
-use crate::live;
-use crate::repair_args::RepairArgs;
 
 /// Files sent at once; more wait their turn (each file's exchange costs a
 /// round trip or two before its data flows, which concurrency hides).

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
+use ltx_cli::live::round;
+use ltx_cli::repair_args::RepairArgs;
 use ltx_presets::Profile;
 use ltx_proto::TransportConfig;
 use ltx_sim::scenario::{Scenario, ScenarioResult};
@@ -13,8 +15,6 @@ use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
 };
 use serde_json::{json, Map, Value};
-
-use crate::repair_args::RepairArgs;
 
 /// What `ltx sim` can do.
 #[derive(Debug, Subcommand)]
@@ -221,12 +221,6 @@ pub(crate) fn write_trace_events<'a>(
     }
     out.flush()?;
     Ok(())
-}
-
-/// `x` rounded to `digits` decimal places.
-pub(crate) fn round(x: f64, digits: i32) -> f64 {
-    let scale = 10f64.powi(digits);
-    (x * scale).round() / scale
 }
 
 fn result_json(

@@ -9,14 +9,13 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use ltx_cli::live::round;
+use ltx_cli::repair_args::RepairArgs;
 use ltx_presets::Profile;
 use ltx_sim::compare::{
     best, run_all, summarize, targets, Cell, CellSummary, Plan, Run, Section, Target,
 };
 use serde_json::{json, Map, Value};
-
-use crate::repair_args::RepairArgs;
-use crate::sim::round;
 
 mod charts;
 mod tables;

@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use ltx_cli::live::round;
+use ltx_cli::realtime::{self, Silent};
 use ltx_sim::scenario::Scenario;
 use ltx_sim::units::{parse_duration, parse_fraction, parse_rate, parse_size};
 use serde_json::json;
 
 use super::measure::median;
-use crate::live::round;
-use crate::realtime::{self, Silent};
 
 /// The largest relative difference of completion times the benchmark
 /// accepts.

@@ -46,13 +46,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
 use clap::Args;
+use ltx_cli::live::round;
 use ltx_emu::{Emulator, EmulatorConfig, NetNamespace, PathStats, CLIENT_ADDR, SERVER_ADDR};
 use ltx_link::LinkConfig;
 use ltx_sim::units::parse_duration;
 use serde_json::json;
 
 use super::measure::median;
-use crate::live::round;
 
 /// Bytes per write of the TCP sender.
 const WRITE_CHUNK: usize = 128 * 1024;

@@ -42,7 +42,7 @@ pub(crate) fn run(command: BenchCommand) -> anyhow::Result<()> {
         command,
         BenchCommand::Coding(_) | BenchCommand::Fidelity(_) | BenchCommand::Loopback(_)
     ) {
-        crate::end_quietly_on_closed_stdout();
+        ltx_cli::end_quietly_on_closed_stdout();
     }
     match command {
         BenchCommand::Coding(args) => coding::run(&args),

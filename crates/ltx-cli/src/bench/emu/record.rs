@@ -2,10 +2,10 @@
 
 use std::fmt::Write as _;
 
+use ltx_cli::live::round;
 use serde_json::{json, Value};
 
 use super::cells::Cell;
-use crate::live::round;
 
 /// The columns of `runs.csv`, in order.
 pub(crate) const COLUMNS: [&str; 22] = [

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeMap;
 
+use ltx_cli::live::round;
 use serde_json::{json, Value};
 
 use super::super::measure::median;
 use super::cells::{Cell, Table};
 use super::record::{number, Run};
-use crate::live::round;
 
 /// ltx's median at loss ≥ [`LOSSY`] must be at most this times the best
 /// peer's.

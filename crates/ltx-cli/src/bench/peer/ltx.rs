@@ -9,12 +9,12 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use ltx::{Endpoint, EndpointConfig, Security, SecurityConfig, StaticKeypair};
+use ltx_cli::live;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::super::payload::{Pattern, Verifier};
 use super::report::{cpu_seconds, monotonic_ns, run_queue_seconds, ClientReport, ServerReport};
 use super::{PayloadArgs, Received};
-use crate::live;
 
 /// Bytes asked for in each read.
 const READ_SIZE: usize = 1 << 20;
