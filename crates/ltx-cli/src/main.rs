@@ -5,14 +5,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use ltx_cli::{end_quietly_on_closed_stdout, exit};
 
-mod bench;
 mod demo;
 mod emu;
 mod keys;
 mod recv;
 mod send;
 mod sim;
-mod sim_compare;
 mod sim_soak;
 
 /// ltx: a loss-tolerant reliable transport.
@@ -25,9 +23,6 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run a benchmark.
-    #[command(subcommand)]
-    Bench(bench::BenchCommand),
     /// Transfer a generated payload over an emulated lossy long-delay path
     /// on loopback (no root, no configuration) and show how it went.
     Demo(demo::DemoArgs),
@@ -48,7 +43,6 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench(command) => bench::run(command),
         Command::Demo(args) => demo::run(&args),
         Command::Emu(args) => emu::run(&args),
         Command::Keygen(args) => keys::run_keygen(&args),

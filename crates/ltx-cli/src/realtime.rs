@@ -1,6 +1,6 @@
 //! One transfer in real time over loopback, through the impairment shim:
 //! the path of a simulator scenario, run by real endpoints on real sockets.
-//! `ltx demo` shows it; `ltx bench fidelity` compares it with the
+//! `ltx demo` shows it; `ltx-bench fidelity` compares it with the
 //! simulator's run of the same scenario.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! The redundancy settings a user may change on every command that makes a
 //! connection in the simulator or over the network (`ltx sim run`,
-//! `ltx sim compare`, `ltx send`): the same flags, the same meaning, so
+//! `ltx-bench compare`, `ltx send`): the same flags, the same meaning, so
 //! that a trade measured in the simulator can be taken onto a real path as
 //! it is.
 

@@ -24,10 +24,6 @@ pub(crate) enum SimCommand {
     Run(RunArgs),
     /// Run a scenario matrix and print it as a table.
     Matrix(MatrixArgs),
-    /// Run every preset over the seed scenario matrix (several seeds per
-    /// cell, on all cores) and write runs.csv, tables.md, summary.jsonl
-    /// and plots; report which targets the runs meet.
-    Compare(crate::sim_compare::CompareArgs),
     /// Run many seeded transfers over random hostile paths (loss, bursts,
     /// reordering, duplication, corruption, outages); fail if any reads
     /// wrong data or hangs.
@@ -114,7 +110,6 @@ pub(crate) fn run(command: SimCommand) -> anyhow::Result<()> {
     match command {
         SimCommand::Run(args) => run_one(&args),
         SimCommand::Matrix(args) => run_matrix(&args),
-        SimCommand::Compare(args) => crate::sim_compare::run(&args),
         SimCommand::Soak(args) => crate::sim_soak::run(&args),
     }
 }

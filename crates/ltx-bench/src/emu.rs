@@ -1,4 +1,4 @@
-//! `ltx bench emu`: the side-by-side suite. Every system of
+//! `ltx-bench emu`: the side-by-side suite. Every system of
 //! [`System::ALL`] transfers one payload across the emulated path of each
 //! cell of seed 000's two tables (correlated erasures, long delay), a few
 //! times; each run's completion time (from the client's start to the
@@ -51,7 +51,7 @@ enum TableChoice {
     LongDelay,
 }
 
-/// Options of `ltx bench emu`.
+/// Options of `ltx-bench emu`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Needs root (network namespaces, TUN devices, the machine's socket buffer \
@@ -100,7 +100,7 @@ pub(crate) struct EmuBenchArgs {
 /// The systems of `--quick`.
 const QUICK_SYSTEMS: [System; 3] = [System::Ltx, System::TcpCubic, System::TcpBbr];
 
-/// Runs `ltx bench emu`.
+/// Runs `ltx-bench emu`.
 pub(crate) fn run(args: &EmuBenchArgs) -> anyhow::Result<()> {
     let missing = ltx_emu::missing();
     if !missing.is_empty() {
@@ -182,7 +182,7 @@ pub(crate) fn run(args: &EmuBenchArgs) -> anyhow::Result<()> {
     let limits = SocketLimits::raise(largest_buffer)
         .inspect_err(|e| {
             eprintln!(
-                "ltx bench emu: the socket buffer ceilings stay as they are ({e:#}); NORM and \
+                "ltx-bench emu: the socket buffer ceilings stay as they are ({e:#}); NORM and \
                  kcp-go get at most those buffers"
             );
         })
@@ -221,7 +221,7 @@ pub(crate) fn run(args: &EmuBenchArgs) -> anyhow::Result<()> {
     }
     if let Some(dir) = &out {
         write_results(dir, &cells, &runs, &text)?;
-        eprintln!("ltx bench emu: results in {}", dir.display());
+        eprintln!("ltx-bench emu: results in {}", dir.display());
     }
     if interrupted {
         bail!("interrupted; the runs so far are kept");
@@ -466,7 +466,7 @@ fn write_results(dir: &Path, cells: &[Cell], runs: &[Run], tables: &str) -> anyh
     let command: Vec<String> = std::env::args().collect();
     write("command.txt", format!("{}\n", command.join(" ")))?;
     if let Err(e) = plot(dir, cells, runs) {
-        eprintln!("ltx bench emu: no plots: {e:#}");
+        eprintln!("ltx-bench emu: no plots: {e:#}");
         write("plots/MISSING.txt", format!("{e:#}\n"))?;
     }
     Ok(())

@@ -8,7 +8,7 @@ use std::path::Path;
 use ltx_presets::Profile;
 use ltx_sim::compare::{CellSummary, Plan, Section};
 
-use crate::bench::plots::{self, Frame, Series};
+use crate::plots::{self, Frame, Series};
 
 /// Draws every plot the plan's sections have into `dir`.
 pub(super) fn draw(dir: &Path, plan: &Plan, summaries: &[CellSummary]) -> anyhow::Result<()> {

@@ -1,4 +1,4 @@
-//! `ltx bench emu --quick --json` end to end: the harness, the emulator
+//! `ltx-bench emu --quick --json` end to end: the harness, the emulator
 //! and the peers of ltx and kernel TCP (Cubic, BBR) together. It checks
 //! that every transfer completed and arrived intact, not how fast. Needs
 //! root, network namespaces, the TUN driver and iproute2; where any is
@@ -25,15 +25,15 @@ fn the_quick_suite_completes_every_transfer_intact() {
     if !supported() {
         return;
     }
-    let output = Command::new(env!("CARGO_BIN_EXE_ltx"))
-        .args(["bench", "emu", "--quick", "--json"])
+    let output = Command::new(env!("CARGO_BIN_EXE_ltx-bench"))
+        .args(["emu", "--quick", "--json"])
         .output()
-        .expect("ltx runs");
+        .expect("ltx-bench runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "ltx bench emu --quick failed ({}):\n{stderr}",
+        "ltx-bench emu --quick failed ({}):\n{stderr}",
         output.status
     );
     let lines: Vec<Value> = stdout

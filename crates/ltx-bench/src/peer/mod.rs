@@ -1,4 +1,4 @@
-//! `ltx bench peer …`: the peers of the emulated-link benchmark.
+//! `ltx-bench peer …`: the peers of the emulated-link benchmark.
 //!
 //! Each system under test has a server program, which receives one payload
 //! and checks it, and a client program, which sends it; `ltx emu` runs the
@@ -99,7 +99,7 @@ pub(crate) struct PayloadArgs {
     timeout: Duration,
 }
 
-/// Options of `ltx bench peer recv`.
+/// Options of `ltx-bench peer recv`.
 #[derive(Debug, Args)]
 pub(crate) struct RecvArgs {
     /// Address to listen on (UDP for ltx and QUIC, TCP for TCP).
@@ -109,7 +109,7 @@ pub(crate) struct RecvArgs {
     payload: PayloadArgs,
 }
 
-/// Options of `ltx bench peer send`.
+/// Options of `ltx-bench peer send`.
 #[derive(Debug, Args)]
 pub(crate) struct SendArgs {
     /// The receiver's address.

@@ -1,4 +1,4 @@
-//! `ltx bench loopback`: one connection over 127.0.0.1 with no impairment,
+//! `ltx-bench loopback`: one connection over 127.0.0.1 with no impairment,
 //! sender and receiver in this process, for each system under test: its
 //! throughput and the CPU it spends per gigabyte.
 //!
@@ -74,7 +74,7 @@ const PROTECTED: &str = "ltx";
 const PLAIN: &str = "ltx-plain";
 const PROTECTION_TARGET: f64 = 0.8;
 
-/// Options of `ltx bench loopback`.
+/// Options of `ltx-bench loopback`.
 #[derive(Debug, Args)]
 pub(crate) struct LoopbackArgs {
     /// Bytes per transfer, such as 1GB, 100MB or 64MiB.

@@ -1,4 +1,4 @@
-//! `ltx bench forwarder`: what the emulator's forwarder costs a path with
+//! `ltx-bench forwarder`: what the emulator's forwarder costs a path with
 //! no impairment. Kernel TCP between the two namespaces for a few seconds
 //! (throughput) and UDP ping-pong (round-trip time), through the emulator
 //! and, in the same run, through a veth pair between two other namespaces,
@@ -69,7 +69,7 @@ const TIMER_SLEEP: Duration = Duration::from_micros(200);
 /// How long the wake-up latency is measured.
 const TIMER_DURATION: Duration = Duration::from_secs(2);
 
-/// How long `ltx bench forwarder` measures.
+/// How long `ltx-bench forwarder` measures.
 #[derive(Debug, Args)]
 pub(crate) struct ForwarderArgs {
     /// Length of each TCP transfer.
@@ -95,7 +95,7 @@ struct RunFigures {
     lost_pings: usize,
 }
 
-/// Runs `ltx bench forwarder`.
+/// Runs `ltx-bench forwarder`.
 pub(crate) fn run(args: &ForwarderArgs) -> anyhow::Result<()> {
     if args.runs == 0 || args.pings == 0 {
         bail!("--runs and --pings must be at least 1");
@@ -359,7 +359,7 @@ fn ping_pong(
 fn timed_thread() {
     ltx_realtime::prefer_prompt_wakeups();
     if let Err(error) = ltx_realtime::prefer_realtime_scheduling() {
-        eprintln!("ltx bench forwarder: the ping threads run under the default policy ({error})");
+        eprintln!("ltx-bench forwarder: the ping threads run under the default policy ({error})");
     }
 }
 

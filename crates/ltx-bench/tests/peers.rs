@@ -28,8 +28,8 @@ const SYSTEMS: [&str; 8] = [
     "quic-bbr",
 ];
 
-fn ltx() -> &'static str {
-    env!("CARGO_BIN_EXE_ltx")
+fn bench() -> &'static str {
+    env!("CARGO_BIN_EXE_ltx-bench")
 }
 
 fn every_system_required() -> bool {
@@ -85,14 +85,14 @@ fn mismatched_transfer(program: &Path, recv: &[&str], send: &[&str]) -> Value {
 
 #[test]
 fn every_system_that_builds_delivers_a_small_payload_and_a_wrong_one_is_caught() {
-    let mut args = vec!["bench", "peer", "check", "--size", "2MB"];
+    let mut args = vec!["peer", "check", "--size", "2MB"];
     if every_system_required() {
         args.push("--require-all");
     }
-    let output = Command::new(ltx())
+    let output = Command::new(bench())
         .args(&args)
         .output()
-        .expect("running ltx");
+        .expect("running ltx-bench");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -121,17 +121,17 @@ fn every_system_that_builds_delivers_a_small_payload_and_a_wrong_one_is_caught()
 
     // The same programs, told different payloads: the server's check fails
     // at the first byte, rather than reporting a transfer.
-    let rust = PathBuf::from(ltx());
+    let rust = PathBuf::from(bench());
     let report = mismatched_transfer(
         &rust,
-        &["bench", "peer", "recv", "--system", "tcp-cubic"],
-        &["bench", "peer", "send", "--system", "tcp-cubic"],
+        &["peer", "recv", "--system", "tcp-cubic"],
+        &["peer", "send", "--system", "tcp-cubic"],
     );
     assert_eq!(report["verified"], false, "{report}");
     assert_eq!(report["first_mismatch"], 0, "{report}");
     assert_eq!(report["bytes"], 300_000, "{report}");
 
-    let built = Path::new(ltx())
+    let built = Path::new(bench())
         .parent()
         .expect("a directory")
         .join("peers");

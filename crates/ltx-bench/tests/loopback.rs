@@ -1,4 +1,4 @@
-//! `ltx bench loopback --json` end to end: every system carries a small
+//! `ltx-bench loopback --json` end to end: every system carries a small
 //! transfer, checked by the receiver, and the report has the lines and
 //! fields that scripts read.
 
@@ -8,16 +8,14 @@ use serde_json::Value;
 
 #[test]
 fn json_report_has_a_line_per_system_and_comparisons_with_quinn() {
-    let output = Command::new(env!("CARGO_BIN_EXE_ltx"))
-        .args([
-            "bench", "loopback", "--json", "--size", "4MB", "--runs", "1",
-        ])
+    let output = Command::new(env!("CARGO_BIN_EXE_ltx-bench"))
+        .args(["loopback", "--json", "--size", "4MB", "--runs", "1"])
         .output()
-        .expect("running ltx");
+        .expect("running ltx-bench");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "ltx failed: {}\n{stdout}",
+        "ltx-bench failed: {}\n{stdout}",
         String::from_utf8_lossy(&output.stderr)
     );
     let lines: Vec<Value> = stdout
@@ -57,12 +55,12 @@ fn json_report_has_a_line_per_system_and_comparisons_with_quinn() {
 
 #[test]
 fn one_system_alone_has_no_comparison() {
-    let output = Command::new(env!("CARGO_BIN_EXE_ltx"))
+    let output = Command::new(env!("CARGO_BIN_EXE_ltx-bench"))
         .args([
-            "bench", "loopback", "--json", "--size", "1MB", "--runs", "1", "--system", "tcp",
+            "loopback", "--json", "--size", "1MB", "--runs", "1", "--system", "tcp",
         ])
         .output()
-        .expect("running ltx");
+        .expect("running ltx-bench");
     assert!(output.status.success());
     let stdout = String::from_utf8_lossy(&output.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
@@ -72,9 +70,9 @@ fn one_system_alone_has_no_comparison() {
 
 #[test]
 fn an_unknown_system_is_refused() {
-    let output = Command::new(env!("CARGO_BIN_EXE_ltx"))
-        .args(["bench", "loopback", "--system", "carrier-pigeon"])
+    let output = Command::new(env!("CARGO_BIN_EXE_ltx-bench"))
+        .args(["loopback", "--system", "carrier-pigeon"])
         .output()
-        .expect("running ltx");
+        .expect("running ltx-bench");
     assert!(!output.status.success());
 }

@@ -1,7 +1,7 @@
 //! The benchmarks' plots, each as SVG and PNG: lines on a log time axis
 //! (transfer time against loss rate or RTT, one line per system or
 //! preset), and Pantheon's scatter of throughput against delay (one point
-//! per system or preset). `ltx bench emu` and `ltx sim compare` draw them.
+//! per system or preset). `ltx-bench emu` and `ltx-bench compare` draw them.
 //!
 //! Text is drawn with a TrueType font read at run time
 //! ([`FONT_PATHS`]: Debian's `fonts-dejavu-core`); without one the plots

@@ -18,7 +18,7 @@ pub(super) fn markdown(plan: &Plan, summaries: &[CellSummary], quick: bool) -> S
         by_cell.entry(s.cell).or_default().push(s);
     }
     let mut text = String::from(
-        "# ltx sim compare: every preset over the seed matrix\n\n\
+        "# ltx-bench compare: every preset over the seed matrix\n\n\
          Median T/T* over the seeds of each cell (T* = R + R/2 + S/(C·(1−p)·f)); \
          ∞: most runs did not complete within 20 × T* (at least 10 s). \
          **Bold**: the best preset of the cell; † after ltx: more than 5 % \

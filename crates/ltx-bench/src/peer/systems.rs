@@ -81,8 +81,8 @@ impl fmt::Display for System {
 /// Where the peers come from and where their builds go.
 #[derive(Debug, Clone)]
 pub(crate) struct Toolbox {
-    /// The `ltx` binary, which holds the Rust peers.
-    pub(crate) ltx: PathBuf,
+    /// The `ltx-bench` binary, which holds the Rust peers.
+    pub(crate) bench: PathBuf,
     /// The drivers' sources: `bench/peers` of the repository.
     pub(crate) sources: PathBuf,
     /// Where built drivers are kept between runs.
@@ -94,13 +94,13 @@ impl Toolbox {
     /// the drivers' sources, and `peers/` beside the binary (in the Cargo
     /// target directory) for their builds.
     pub(crate) fn of_this_binary() -> anyhow::Result<Toolbox> {
-        let ltx = std::env::current_exe()?;
-        let build_dir = ltx
+        let bench = std::env::current_exe()?;
+        let build_dir = bench
             .parent()
             .map(|dir| dir.join("peers"))
-            .ok_or_else(|| anyhow::anyhow!("the binary {} has no directory", ltx.display()))?;
+            .ok_or_else(|| anyhow::anyhow!("the binary {} has no directory", bench.display()))?;
         Ok(Toolbox {
-            ltx,
+            bench,
             sources: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peers"),
             build_dir,
         })
@@ -130,10 +130,10 @@ pub(crate) struct Missing {
 pub(crate) fn prepare(system: System, tools: &Toolbox) -> Result<Prepared, Missing> {
     let missing = |reason: String| Missing { system, reason };
     let program = match system {
-        System::Ltx | System::TcpCubic | System::QuicCubic | System::QuicBbr => tools.ltx.clone(),
+        System::Ltx | System::TcpCubic | System::QuicCubic | System::QuicBbr => tools.bench.clone(),
         System::TcpBbr => {
             ensure_tcp_bbr().map_err(missing)?;
-            tools.ltx.clone()
+            tools.bench.clone()
         }
         System::Norm | System::NormCc => build_norm(tools).map_err(missing)?,
         System::KcpFec => build_kcp(tools).map_err(missing)?,
@@ -316,7 +316,7 @@ pub(crate) fn commands(prepared: &Prepared, transfer: &Transfer) -> (CommandLine
     };
     let (mut recv, mut send) = match system {
         System::Ltx | System::TcpCubic | System::TcpBbr | System::QuicCubic | System::QuicBbr => {
-            let mut recv = vec!["bench".to_owned(), "peer".to_owned()];
+            let mut recv = vec!["peer".to_owned()];
             let mut send = recv.clone();
             recv.extend(common("recv", "--listen"));
             send.extend(common("send", "--connect"));
@@ -423,11 +423,11 @@ mod tests {
         let t = transfer(100_000_000, 20);
         let prepared = Prepared {
             system: System::TcpBbr,
-            program: PathBuf::from("/x/ltx"),
+            program: PathBuf::from("/x/ltx-bench"),
         };
         let (recv, send) = commands(&prepared, &t);
-        assert_eq!(recv.args[..4], ["bench", "peer", "recv", "--listen"]);
-        assert_eq!(send.args[..4], ["bench", "peer", "send", "--connect"]);
+        assert_eq!(recv.args[..3], ["peer", "recv", "--listen"]);
+        assert_eq!(send.args[..3], ["peer", "send", "--connect"]);
         for args in [&recv.args, &send.args] {
             let at = args.iter().position(|a| a == "--system").unwrap();
             assert_eq!(args[at + 1], "tcp-bbr");
@@ -444,12 +444,15 @@ mod tests {
     #[test]
     fn a_program_that_is_not_there_is_missing_with_its_path() {
         let tools = Toolbox {
-            ltx: PathBuf::from("/nonexistent/ltx"),
+            bench: PathBuf::from("/nonexistent/ltx-bench"),
             sources: PathBuf::from("/nonexistent"),
             build_dir: PathBuf::from("/nonexistent/peers"),
         };
         let missing = prepare(System::Ltx, &tools).unwrap_err();
         assert_eq!(missing.system, System::Ltx);
-        assert!(missing.reason.contains("/nonexistent/ltx"), "{missing}");
+        assert!(
+            missing.reason.contains("/nonexistent/ltx-bench"),
+            "{missing}"
+        );
     }
 }

@@ -275,7 +275,7 @@ impl Drop for SocketLimits {
         for (path, value) in &self.saved {
             if let Err(error) = std::fs::write(path, value.trim()) {
                 eprintln!(
-                    "ltx bench emu: could not restore {path} to {}: {error}",
+                    "ltx-bench emu: could not restore {path} to {}: {error}",
                     value.trim()
                 );
             }

@@ -1,4 +1,4 @@
-//! `ltx sim compare --quick` from the outside: the files it writes, one
+//! `ltx-bench compare --quick` from the outside: the files it writes, one
 //! CSV row per run with the documented columns, every run delivered
 //! intact, and a summary whose targets come from the runs.
 
@@ -15,13 +15,13 @@ const SEEDS: u64 = 2;
 fn quick_writes_every_file_and_every_run_is_verified() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let out = dir.path().join("compare");
-    let output = Command::new(env!("CARGO_BIN_EXE_ltx"))
-        .args(["sim", "compare", "--quick", "--json", "--jobs", "2"])
+    let output = Command::new(env!("CARGO_BIN_EXE_ltx-bench"))
+        .args(["compare", "--quick", "--json", "--jobs", "2"])
         .args(["--seeds", &SEEDS.to_string(), "--profiles", PROFILES])
         .arg("--out")
         .arg(&out)
         .output()
-        .expect("ltx runs");
+        .expect("ltx-bench runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
 
@@ -118,10 +118,10 @@ fn quick_writes_every_file_and_every_run_is_verified() {
 
 #[test]
 fn an_unknown_section_is_refused() {
-    let output = Command::new(env!("CARGO_BIN_EXE_ltx"))
-        .args(["sim", "compare", "--quick", "--sections", "tables"])
+    let output = Command::new(env!("CARGO_BIN_EXE_ltx-bench"))
+        .args(["compare", "--quick", "--sections", "tables"])
         .output()
-        .expect("ltx runs");
+        .expect("ltx-bench runs");
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("unknown section"));
 }

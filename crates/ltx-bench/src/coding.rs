@@ -1,4 +1,4 @@
-//! `ltx bench coding`: how fast the coding layer is, beside the memory
+//! `ltx-bench coding`: how fast the coding layer is, beside the memory
 //! baseline (plain XOR) and a peer library, all measured in the same run.
 
 use std::hint::black_box;
@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 
 use super::measure::{throughput, Budget, Throughput};
 
-/// Options of `ltx bench coding`.
+/// Options of `ltx-bench coding`.
 #[derive(Debug, Args)]
 pub(crate) struct CodingArgs {
     /// Short samples: the whole run takes well under 30 s.

@@ -1,4 +1,4 @@
-//! `ltx bench fidelity`: one scenario run by the simulator and by real
+//! `ltx-bench fidelity`: one scenario run by the simulator and by real
 //! endpoints through the real-time shim, so that the simulator's figures
 //! can be trusted for the real thing.
 
@@ -19,7 +19,7 @@ use super::measure::median;
 /// accepts.
 const TOLERANCE: f64 = 0.15;
 
-/// The scenario of `ltx bench fidelity`; the default is the long-delay cell
+/// The scenario of `ltx-bench fidelity`; the default is the long-delay cell
 /// of the seed matrix (50 Mbit/s, 600 ms, 10 MB, 10 % loss in bursts of 2).
 #[derive(Debug, Args)]
 pub(crate) struct FidelityArgs {
@@ -46,7 +46,7 @@ pub(crate) struct FidelityArgs {
     json: bool,
 }
 
-/// Runs `ltx bench fidelity`.
+/// Runs `ltx-bench fidelity`.
 pub(crate) fn run(args: &FidelityArgs) -> anyhow::Result<()> {
     if args.runs == 0 {
         bail!("--runs must be at least 1");

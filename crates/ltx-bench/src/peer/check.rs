@@ -1,4 +1,4 @@
-//! `ltx bench peer check`: every system's peers built and run once over
+//! `ltx-bench peer check`: every system's peers built and run once over
 //! loopback, with no emulator, each end a process of its own as in the
 //! benchmark.
 
@@ -24,7 +24,7 @@ const SERVER_IP: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 /// Time the server is given to bind its socket before the client starts.
 const SERVER_START: Duration = Duration::from_millis(500);
 
-/// Options of `ltx bench peer check`.
+/// Options of `ltx-bench peer check`.
 #[derive(Debug, Args)]
 pub(crate) struct CheckArgs {
     /// Payload bytes per transfer.
@@ -118,7 +118,7 @@ fn line(system: System, size: u64, outcome: &Outcome) -> Value {
 /// still check its own transfers, but it would carry other bytes than the
 /// Rust peers do.
 fn same_pattern(prepared: &Prepared, seed: u64) -> anyhow::Result<()> {
-    if prepared.program == Toolbox::of_this_binary()?.ltx {
+    if prepared.program == Toolbox::of_this_binary()?.bench {
         return Ok(());
     }
     let output = std::process::Command::new(&prepared.program)

@@ -1,6 +1,6 @@
 //! What the benchmarks' transfers carry, and how the receiver checks it.
 //!
-//! The peers of `ltx bench emu` written in C and Go (bench/peers/) make the
+//! The peers of `ltx-bench emu` written in C and Go (bench/peers/) make the
 //! same bytes from the same seed, so the generator is one that every
 //! language has in a few lines: SplitMix64.
 

@@ -1,4 +1,4 @@
-//! `ltx sim compare`: every preset over the seed scenario matrix in the
+//! `ltx-bench compare`: every preset over the seed scenario matrix in the
 //! simulator, written out as runs.csv, tables.md, summary.jsonl and plots,
 //! with the targets the runs meet.
 
@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 mod charts;
 mod tables;
 
-/// `ltx sim compare`.
+/// `ltx-bench compare`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Sections: correlated and long-delay (seed 000's two tables, 10 MB), \
@@ -91,7 +91,7 @@ const COLUMNS: [&str; 25] = [
     "error",
 ];
 
-/// Runs `ltx sim compare`.
+/// Runs `ltx-bench compare`.
 pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
     if args.seeds == 0 || args.heavy_seeds == 0 {
         bail!("--seeds and --heavy-seeds must be at least 1");
@@ -119,13 +119,13 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
     plan.repair = args.repair.settings();
     if !plan.repair.is_default() {
         eprintln!(
-            "sim compare: every preset's repair settings changed: {:?}",
+            "compare: every preset's repair settings changed: {:?}",
             plan.repair
         );
     }
     let total = plan.runs().len();
     eprintln!(
-        "sim compare: {} cells × {} presets, {total} runs on {threads} thread(s)",
+        "compare: {} cells × {} presets, {total} runs on {threads} thread(s)",
         plan.cells.len(),
         plan.profiles.len()
     );
@@ -440,7 +440,7 @@ impl Written<'_> {
         write("tables.md", tables::markdown(plan, summaries, quick))?;
         // The command as typed, under the program's name rather than the
         // path it was started from.
-        let command: Vec<String> = std::iter::once("ltx".to_owned())
+        let command: Vec<String> = std::iter::once("ltx-bench".to_owned())
             .chain(std::env::args().skip(1))
             .collect();
         let mut report = format!("{}\n\n", command.join(" "));
@@ -454,7 +454,7 @@ impl Written<'_> {
         }
         write("targets.txt", report)?;
         if let Err(e) = charts::draw(&dir.join("plots"), plan, summaries) {
-            eprintln!("ltx sim compare: no plots: {e:#}");
+            eprintln!("ltx-bench compare: no plots: {e:#}");
             write("plots/MISSING.txt", format!("{e:#}\n"))?;
         }
         Ok(())
