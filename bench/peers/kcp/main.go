@@ -1,4 +1,4 @@
-// Command kcp-peer is the kcp-go peer of `ltx bench emu`: one transfer of a
+// Command kcp-peer is the kcp-go peer of `ltx-bench emu`: one transfer of a
 // generated payload over a kcp-go session with Reed-Solomon FEC, set up as
 // kcptun users run it in its fastest mode.
 //

@@ -2,7 +2,7 @@ package main
 
 import "bytes"
 
-// The payload every peer of `ltx bench emu` sends, in every language: one
+// The payload every peer of `ltx-bench emu` sends, in every language: one
 // block of patternLen bytes drawn from SplitMix64, repeated and cut to the
 // size. Output k of the generator gives bytes 8k..8k+7 of the block, least
 // significant first; the block's last bytes take the first ones of the last

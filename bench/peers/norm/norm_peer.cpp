@@ -1,5 +1,5 @@
 /*
- * norm-peer: the NORM peer of `ltx bench emu`. One transfer of a generated
+ * norm-peer: the NORM peer of `ltx-bench emu`. One transfer of a generated
  * payload from a sender to one receiver over a unicast NORM session, set up
  * as seed 000 ran NORM (normFileSend / normFileRecv): the sender transmits
  * at a fixed rate, the link's, with congestion control off; `--cc` turns
@@ -69,7 +69,7 @@ static void fail(const char* what) {
     exit(1);
 }
 
-/* The payload every peer of `ltx bench emu` sends, in every language: one
+/* The payload every peer of `ltx-bench emu` sends, in every language: one
  * block of PATTERN_LEN bytes drawn from SplitMix64, repeated and cut to the
  * size. Output k of the generator gives bytes 8k..8k+7 of the block, least
  * significant first. */

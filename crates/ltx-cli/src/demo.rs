@@ -8,13 +8,12 @@ use anyhow::bail;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ltx::ConnectionStats;
+use ltx_cli::live::{describe, human_bytes, round};
+use ltx_cli::realtime::{self, Progress, RealtimeResult, Silent};
 use ltx_presets::Profile;
 use ltx_sim::scenario::Scenario;
 use ltx_sim::units::{parse_duration, parse_fraction, parse_rate, parse_size};
 use serde_json::json;
-
-use crate::live::{describe, human_bytes, round};
-use crate::realtime::{self, Progress, RealtimeResult, Silent};
 
 /// The path and payload of `ltx demo`.
 #[derive(Debug, Args)]

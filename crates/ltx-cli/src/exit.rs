@@ -6,11 +6,11 @@ use std::process::ExitCode;
 
 use ltx::{CloseReason, ConnectError, ConnectionError};
 
-use crate::files::TransferError;
+use ltx_files::TransferError;
 
 /// What went wrong, as the process reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub enum Failure {
     /// Anything not listed below.
     Other = 1,
     /// The peer did not answer the handshake.
@@ -27,12 +27,12 @@ pub(crate) enum Failure {
 
 impl Failure {
     /// The process exit code.
-    pub(crate) fn code(self) -> ExitCode {
+    pub fn code(self) -> ExitCode {
         ExitCode::from(self as u8)
     }
 
     /// The failure a connection's end stands for.
-    pub(crate) fn of_close(reason: &CloseReason) -> Failure {
+    pub fn of_close(reason: &CloseReason) -> Failure {
         match reason {
             CloseReason::HandshakeTimeout => Failure::Unreachable,
             CloseReason::IdleTimeout => Failure::TimedOut,
@@ -45,7 +45,7 @@ impl Failure {
 
     /// Classifies an error by the first cause in its chain that says
     /// something.
-    pub(crate) fn of(error: &anyhow::Error) -> Failure {
+    pub fn of(error: &anyhow::Error) -> Failure {
         if let Some(failed) = error.downcast_ref::<Failed>() {
             return failed.0;
         }
@@ -90,7 +90,7 @@ impl Failure {
 
 /// An error already classified, for failures no library error names.
 #[derive(Debug)]
-pub(crate) struct Failed(pub(crate) Failure);
+pub struct Failed(pub Failure);
 
 impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -108,7 +108,7 @@ impl fmt::Display for Failed {
 impl std::error::Error for Failed {}
 
 /// The exit codes, for `--help`.
-pub(crate) const EXIT_CODES: &str = "\
+pub const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  other errors

@@ -9,14 +9,14 @@ use ltx::{Connection, ConnectionStats};
 use ltx_proto::congestion::{ControllerFactory, TolerantConfig};
 
 /// The default controller, told the path's rate (bits per second).
-pub(crate) fn hinted_controller(rate_bps: u64) -> Arc<dyn ControllerFactory> {
+pub fn hinted_controller(rate_bps: u64) -> Arc<dyn ControllerFactory> {
     let mut config = TolerantConfig::default();
     config.rate_hint(Some(rate_bps / 8));
     Arc::new(config)
 }
 
 /// A progress bar for one file.
-pub(crate) fn file_bar(size: u64, name: &str) -> ProgressBar {
+pub fn file_bar(size: u64, name: &str) -> ProgressBar {
     let bar = ProgressBar::new(size).with_style(transfer_style());
     bar.set_prefix(name.to_owned());
     bar
@@ -30,14 +30,14 @@ fn transfer_style() -> ProgressStyle {
 }
 
 /// Moves a file's bar: hashing shows as such, transferring as bytes.
-pub(crate) fn show_progress(bar: &ProgressBar, hashing: bool, done: u64, total: u64) {
+pub fn show_progress(bar: &ProgressBar, hashing: bool, done: u64, total: u64) {
     bar.set_length(total);
     bar.set_position(done);
     bar.set_message(if hashing { "hashing" } else { "" });
 }
 
 /// The connection's live estimates, as one line.
-pub(crate) fn describe(stats: &ConnectionStats) -> String {
+pub fn describe(stats: &ConnectionStats) -> String {
     format!(
         "rtt {:.0} ms · loss {:.1} % · redundancy {:.1} % · cwnd {}",
         stats.rtt.as_secs_f64() * 1e3,
@@ -48,7 +48,7 @@ pub(crate) fn describe(stats: &ConnectionStats) -> String {
 }
 
 /// Shows the connection's estimates under the bars until aborted.
-pub(crate) async fn show_stats(connection: Connection, bars: MultiProgress) {
+pub async fn show_stats(connection: Connection, bars: MultiProgress) {
     let line = bars.add(ProgressBar::new_spinner());
     loop {
         line.set_message(describe(&connection.stats()));
@@ -58,13 +58,13 @@ pub(crate) async fn show_stats(connection: Connection, bars: MultiProgress) {
 }
 
 /// `value` rounded to `digits` decimals, for JSON.
-pub(crate) fn round(value: f64, digits: i32) -> f64 {
+pub fn round(value: f64, digits: i32) -> f64 {
     let scale = 10f64.powi(digits);
     (value * scale).round() / scale
 }
 
 /// A byte count for people (decimal units).
-pub(crate) fn human_bytes(bytes: u64) -> String {
+pub fn human_bytes(bytes: u64) -> String {
     match bytes {
         b if b >= 1_000_000_000 => format!("{:.2} GB", b as f64 / 1e9),
         b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),

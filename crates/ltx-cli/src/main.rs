@@ -3,20 +3,14 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use ltx_cli::{end_quietly_on_closed_stdout, exit};
 
-mod bench;
 mod demo;
 mod emu;
-mod exit;
-mod files;
 mod keys;
-mod live;
-mod realtime;
 mod recv;
-mod repair_args;
 mod send;
 mod sim;
-mod sim_compare;
 mod sim_soak;
 
 /// ltx: a loss-tolerant reliable transport.
@@ -29,9 +23,6 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run a benchmark.
-    #[command(subcommand)]
-    Bench(bench::BenchCommand),
     /// Transfer a generated payload over an emulated lossy long-delay path
     /// on loopback (no root, no configuration) and show how it went.
     Demo(demo::DemoArgs),
@@ -49,24 +40,9 @@ enum Command {
     Sim(sim::SimCommand),
 }
 
-/// Lets a closed stdout end the process as it ends any Unix filter
-/// (`ltx sim compare --json | head`), instead of a panic in the first print
-/// after it: the default action of SIGPIPE, which Rust's runtime ignores.
-/// Only for the commands that compute and print and hold nothing to clean
-/// up (the simulator's, and the benchmarks on loopback): the others own
-/// namespaces or partial files, which a signal would leave behind.
-pub(crate) fn end_quietly_on_closed_stdout() {
-    // SAFETY: `signal` with a standard signal and `SIG_DFL` only resets a
-    // disposition; the process has no handler for SIGPIPE to lose.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench(command) => bench::run(command),
         Command::Demo(args) => demo::run(&args),
         Command::Emu(args) => emu::run(&args),
         Command::Keygen(args) => keys::run_keygen(&args),

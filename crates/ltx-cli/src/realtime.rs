@@ -1,6 +1,6 @@
 //! One transfer in real time over loopback, through the impairment shim:
 //! the path of a simulator scenario, run by real endpoints on real sockets.
-//! `ltx demo` shows it; `ltx bench fidelity` compares it with the
+//! `ltx demo` shows it; `ltx-bench fidelity` compares it with the
 //! simulator's run of the same scenario.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,50 +18,50 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// What one real-time transfer measured.
 #[derive(Debug, Clone)]
-pub(crate) struct RealtimeResult {
+pub struct RealtimeResult {
     /// From the client's first packet to the receiver's last byte.
-    pub(crate) completion_s: f64,
+    pub completion_s: f64,
     /// The scenario's ideal time T*.
-    pub(crate) ideal_s: f64,
+    pub ideal_s: f64,
     /// Bytes delivered.
-    pub(crate) bytes: u64,
+    pub bytes: u64,
     /// Whether the received bytes hash-equal the sent ones.
-    pub(crate) verified: bool,
+    pub verified: bool,
     /// The sender's counters at the end.
-    pub(crate) sender: ConnectionStats,
+    pub sender: ConnectionStats,
     /// The data direction's link counters.
-    pub(crate) forward: LinkStats,
+    pub forward: LinkStats,
 }
 
 impl RealtimeResult {
     /// T / T*.
-    pub(crate) fn ratio(&self) -> f64 {
+    pub fn ratio(&self) -> f64 {
         self.completion_s / self.ideal_s
     }
 
     /// Bits per second delivered.
-    pub(crate) fn goodput_bps(&self) -> f64 {
+    pub fn goodput_bps(&self) -> f64 {
         self.bytes as f64 * 8.0 / self.completion_s
     }
 
     /// Goodput over the erasure channel's capacity, rate × (1 − loss).
-    pub(crate) fn efficiency(&self, scenario: &Scenario) -> f64 {
+    pub fn efficiency(&self, scenario: &Scenario) -> f64 {
         self.goodput_bps() / (scenario.rate_bps as f64 * (1.0 - scenario.loss))
     }
 
     /// Bytes the sender put on the wire per byte delivered.
-    pub(crate) fn overhead(&self) -> f64 {
+    pub fn overhead(&self) -> f64 {
         self.sender.bytes_sent as f64 / self.bytes.max(1) as f64
     }
 
     /// Repair symbols per source symbol.
-    pub(crate) fn redundancy(&self) -> f64 {
+    pub fn redundancy(&self) -> f64 {
         self.sender.repair_symbols_sent as f64 / self.sender.source_symbols_sent.max(1) as f64
     }
 
     /// The loss the data direction actually had (the medium's, not the
     /// queue's).
-    pub(crate) fn medium_loss(&self) -> f64 {
+    pub fn medium_loss(&self) -> f64 {
         let offered = self.forward.offered.max(1);
         self.forward.dropped_random as f64 / offered as f64
     }
@@ -69,13 +69,13 @@ impl RealtimeResult {
 
 /// What the transfer reports while it runs: bytes received so far and the
 /// sender's connection, for its live estimates.
-pub(crate) trait Progress: Send + Sync {
+pub trait Progress: Send + Sync {
     /// Called a few times a second.
     fn update(&self, received: u64, sender: &ConnectionStats);
 }
 
 /// A progress report that shows nothing.
-pub(crate) struct Silent;
+pub struct Silent;
 
 impl Progress for Silent {
     fn update(&self, _received: u64, _sender: &ConnectionStats) {}
@@ -94,10 +94,7 @@ fn payload(size: u64, seed: u64) -> anyhow::Result<Vec<u8>> {
 /// the endpoints on a tokio runtime of its own. Refuses what the real-time
 /// path does not model (several flows; faults beyond random loss are
 /// modelled by the shim's links, as in the simulator).
-pub(crate) fn run(
-    scenario: &Scenario,
-    progress: Arc<dyn Progress>,
-) -> anyhow::Result<RealtimeResult> {
+pub fn run(scenario: &Scenario, progress: Arc<dyn Progress>) -> anyhow::Result<RealtimeResult> {
     if scenario.flows != 1 {
         bail!("a real-time run carries one flow");
     }

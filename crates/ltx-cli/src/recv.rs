@@ -10,14 +10,14 @@ use anyhow::{bail, Context};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use ltx::{Connection, Endpoint, EndpointConfig, Security};
+use ltx_cli::exit::{Failed, Failure};
+use ltx_cli::live;
+use ltx_files::{Phase, ReceiveOptions, Received};
 use ltx_sim::units::{parse_duration, parse_size};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::exit::{Failed, Failure};
-use crate::files::{self, Phase, ReceiveOptions, Received};
 use crate::keys::KeyArgs;
-use crate::live;
 
 /// The arguments of `ltx recv`.
 #[derive(Debug, Args)]
@@ -140,7 +140,7 @@ async fn receive_connection(
         let dir = dir.to_owned();
         let options = options.clone();
         files.spawn(async move {
-            let result = files::receive_file(&mut recv, &mut send, &dir, &options, |p| {
+            let result = ltx_files::receive_file(&mut recv, &mut send, &dir, &options, |p| {
                 live::show_progress(&bar, p.phase == Phase::Hashing, p.done, p.total)
             })
             .await;

@@ -1,6 +1,6 @@
 //! The redundancy settings a user may change on every command that makes a
 //! connection in the simulator or over the network (`ltx sim run`,
-//! `ltx sim compare`, `ltx send`): the same flags, the same meaning, so
+//! `ltx-bench compare`, `ltx send`): the same flags, the same meaning, so
 //! that a trade measured in the simulator can be taken onto a real path as
 //! it is.
 
@@ -14,36 +14,36 @@ use ltx_sim::units::{parse_duration, parse_fraction};
 /// flag left out keeps the preset's value.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Repair (bytes against delay)")]
-pub(crate) struct RepairArgs {
+pub struct RepairArgs {
     /// The price of waiting for feedback: the mean wait per span of the
     /// sliding window worth one percent of its bytes (default 75ms). Lower
     /// spends more repair ahead of loss: less delivery delay, more bytes;
     /// higher sends fewer bytes where each one costs (a metered link) and
     /// lets more gaps wait a round trip for feedback.
     #[arg(long, value_parser = parse_duration)]
-    pub(crate) delay_per_percent: Option<Duration>,
+    pub delay_per_percent: Option<Duration>,
     /// On paths of 240 ms and less, size answers to feedback this many
     /// standard deviations of the flight's spread from its expected need
     /// (-4 to 4, default -1). Higher sends more repair sooner: less delivery
     /// delay, more bytes; 0 answers the expected need.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_quantile)]
-    pub(crate) cheap_answer_quantile: Option<f64>,
+    pub cheap_answer_quantile: Option<f64>,
     /// The fraction of transfers whose last flight the tail may leave short
     /// for a round trip of feedback (e.g. 1% or 0.01; above 0, at most 50%;
     /// default 1%). Lower sends more repair at the end of a transfer, while
     /// the link would otherwise idle: fewer waits, more bytes.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_tail_residual)]
-    pub(crate) tail_residual: Option<f64>,
+    pub tail_residual: Option<f64>,
     /// Widest window, in source symbols, a proactive repair covers (1 to
     /// 16384, default 256). Wider needs a thinner margin on long paths and
     /// costs coding time in proportion.
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=16384))]
-    pub(crate) max_repair_span: Option<u16>,
+    pub max_repair_span: Option<u16>,
 }
 
 impl RepairArgs {
     /// The settings given, each flag left out left to the preset.
-    pub(crate) fn settings(&self) -> RepairSettings {
+    pub fn settings(&self) -> RepairSettings {
         RepairSettings {
             delay_per_percent: self.delay_per_percent,
             cheap_answer_quantile: self.cheap_answer_quantile,
@@ -54,7 +54,7 @@ impl RepairArgs {
 
     /// Writes the settings given into `transport`, leaving the others as
     /// they are.
-    pub(crate) fn apply(&self, transport: &mut TransportConfig) {
+    pub fn apply(&self, transport: &mut TransportConfig) {
         self.settings().apply(transport);
     }
 }

@@ -10,16 +10,16 @@ use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 use ltx::{Connection, Endpoint, EndpointConfig, Security};
+use ltx_cli::exit::{Failed, Failure};
+use ltx_cli::live;
+use ltx_cli::repair_args::RepairArgs;
+use ltx_files::{Phase, PlannedFile, Sent};
 use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::exit::{Failed, Failure};
-use crate::files::{self, Phase, PlannedFile, Sent};
 use crate::keys::{KeyArgs, NO_ANSWER_HINT};
-use crate::live;
-use crate::repair_args::RepairArgs;
 
 /// Files sent at once; more wait their turn (each file's exchange costs a
 /// round trip or two before its data flows, which concurrency hides).
@@ -64,7 +64,7 @@ pub(crate) fn run(args: &SendArgs) -> anyhow::Result<()> {
         .expect("clap requires two operands");
     let (security, peer) = args.keys.sender()?;
     let paths: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
-    let plan = files::plan_transfers(&paths, args.recursive)
+    let plan = ltx_files::plan_transfers(&paths, args.recursive)
         .map_err(|e| anyhow::Error::new(e).context(Failed(Failure::LocalFile)))?;
     if plan.files.is_empty() {
         bail!("nothing to send: the directories given hold no regular files");
@@ -235,7 +235,7 @@ async fn send_one(
     bar: &ProgressBar,
 ) -> anyhow::Result<Sent> {
     let (mut send, mut recv) = connection.open_stream()?;
-    let sent = files::send_file(&mut recv, &mut send, &file.local, &file.name, |p| {
+    let sent = ltx_files::send_file(&mut recv, &mut send, &file.local, &file.name, |p| {
         live::show_progress(bar, p.phase == Phase::Hashing, p.done, p.total)
     })
     .await?;

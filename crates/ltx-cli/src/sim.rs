@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
+use ltx_cli::live::round;
+use ltx_cli::repair_args::RepairArgs;
 use ltx_presets::Profile;
 use ltx_proto::TransportConfig;
 use ltx_sim::scenario::{Scenario, ScenarioResult};
@@ -13,8 +15,6 @@ use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
 };
 use serde_json::{json, Map, Value};
-
-use crate::repair_args::RepairArgs;
 
 /// What `ltx sim` can do.
 #[derive(Debug, Subcommand)]
@@ -24,10 +24,6 @@ pub(crate) enum SimCommand {
     Run(RunArgs),
     /// Run a scenario matrix and print it as a table.
     Matrix(MatrixArgs),
-    /// Run every preset over the seed scenario matrix (several seeds per
-    /// cell, on all cores) and write runs.csv, tables.md, summary.jsonl
-    /// and plots; report which targets the runs meet.
-    Compare(crate::sim_compare::CompareArgs),
     /// Run many seeded transfers over random hostile paths (loss, bursts,
     /// reordering, duplication, corruption, outages); fail if any reads
     /// wrong data or hangs.
@@ -114,7 +110,6 @@ pub(crate) fn run(command: SimCommand) -> anyhow::Result<()> {
     match command {
         SimCommand::Run(args) => run_one(&args),
         SimCommand::Matrix(args) => run_matrix(&args),
-        SimCommand::Compare(args) => crate::sim_compare::run(&args),
         SimCommand::Soak(args) => crate::sim_soak::run(&args),
     }
 }
@@ -221,12 +216,6 @@ pub(crate) fn write_trace_events<'a>(
     }
     out.flush()?;
     Ok(())
-}
-
-/// `x` rounded to `digits` decimal places.
-pub(crate) fn round(x: f64, digits: i32) -> f64 {
-    let scale = 10f64.powi(digits);
-    (x * scale).round() / scale
 }
 
 fn result_json(

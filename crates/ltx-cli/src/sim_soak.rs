@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
+use ltx_cli::live::round;
 use ltx_sim::soak::{describe, run_many, SoakCase, SoakProtection, SoakReport, SoakSummary};
 use serde_json::{json, Value};
 
-use crate::sim::{round, write_trace_events};
+use crate::sim::write_trace_events;
 
 /// How often a long soak reports progress on stderr.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);

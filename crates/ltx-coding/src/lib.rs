@@ -44,6 +44,7 @@
 //! ```
 
 pub mod codec;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gf256;

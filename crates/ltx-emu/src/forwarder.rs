@@ -16,7 +16,7 @@
 //! receiving stack's work in the forwarder's thread, so this matters: on a
 //! 2-core VM shared with compilers (load average 9), kernel TCP through a
 //! link without impairment went from about 280 Mbit/s under the default
-//! policy to 1100–1290 Mbit/s (`ltx bench forwarder`). Since the threads
+//! policy to 1100–1290 Mbit/s (`ltx-bench forwarder`). Since the threads
 //! never spin, they take from other work only what forwarding costs.
 
 use std::os::fd::{AsFd, OwnedFd};

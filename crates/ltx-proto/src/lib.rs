@@ -30,6 +30,7 @@ pub mod config;
 pub mod congestion;
 mod connection;
 pub mod event;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod protection;

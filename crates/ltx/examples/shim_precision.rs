@@ -9,7 +9,7 @@
 //! 50 Mbit/s. Last, the relay's CPU time is read while it works and while it
 //! idles.
 //!
-//! `cargo run --release -p ltx --example shim_precision [offered Mbit/s] [seconds]`
+//! `cargo run --release -p ltx --features shim --example shim_precision [offered Mbit/s] [seconds]`
 //! (45 and 5 by default).
 
 use std::net::UdpSocket;

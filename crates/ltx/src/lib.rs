@@ -14,13 +14,14 @@
 //! [`AllowList`]), and every packet after it is sealed with an AEAD. See
 //! [`Security`].
 //!
-//! [`shim`] gives lossy, long-delay paths on loopback without root: a UDP
-//! relay that runs the simulator's link model in real time.
+//! With the cargo feature `shim`, the module `shim` gives lossy, long-delay
+//! paths on loopback without root: a UDP relay that runs the simulator's
+//! link model in real time.
 
 mod connection;
 mod endpoint;
 mod error;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "shim"))]
 pub mod shim;
 mod socket;
 

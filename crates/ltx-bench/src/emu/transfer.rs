@@ -1,0 +1,284 @@
+//! One transfer of one system across a fresh emulated path: the server
+//! started in its namespace, the client in its own once the server has
+//! bound its socket, both stopped when the bound is reached.
+
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ltx_emu::{Emulator, EmulatorConfig, ServerWait, SERVER_ADDR};
+
+use super::super::peer::report::{ClientReport, Outcome, ServerReport};
+use super::super::peer::systems::{commands, CommandLine, Prepared, Transfer};
+use super::cells::Cell;
+
+/// The server's port. Every transfer has namespaces of its own, so the
+/// port is never taken by an earlier run.
+const PORT: u16 = 5000;
+
+/// How long the client waits at most for the server's socket.
+const SERVER_WAIT: Duration = Duration::from_secs(5);
+
+/// What the watchdog allows beyond the bound for the server to start and
+/// bind its socket before the client's clock starts.
+const START_ALLOWANCE: Duration = Duration::from_secs(1);
+
+/// How often the watchdog looks at the clock and at the stop flag.
+const WATCH_INTERVAL: Duration = Duration::from_millis(20);
+
+/// What one transfer came to, before it is a row.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Measured {
+    /// Both reports were read, the transfer ended within the bound.
+    pub(crate) completed: bool,
+    /// The server found exactly the payload.
+    pub(crate) verified: bool,
+    /// The figures of both ends' reports, when there are both.
+    pub(crate) outcome: Option<Outcome>,
+    /// IP bytes delivered client to server.
+    pub(crate) wire_bytes: u64,
+    /// IP bytes delivered server to client.
+    pub(crate) reverse_wire_bytes: u64,
+    /// 95th percentile of the forward bottleneck's queueing delay, ms.
+    pub(crate) queue_delay_p95_ms: f64,
+    /// Why it did not complete; empty when it did.
+    pub(crate) note: String,
+}
+
+/// Where the peers' output goes while they run.
+#[derive(Debug)]
+pub(crate) struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    /// A directory of this process's own under the system's temporary one.
+    pub(crate) fn new() -> anyhow::Result<Scratch> {
+        let dir = std::env::temp_dir().join(format!("ltx-bench-emu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Scratch { dir })
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The run was stopped from outside (a signal), not by its bound.
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted")]
+pub(crate) struct Interrupted;
+
+/// Runs `prepared` once on `cell` with `seed`, giving up after `bound`.
+/// Setting `stop` ends the run early with [`Interrupted`].
+pub(crate) fn run_once(
+    prepared: &Prepared,
+    cell: &Cell,
+    seed: u64,
+    bound: Duration,
+    stop: &AtomicBool,
+    scratch: &Scratch,
+) -> anyhow::Result<Measured> {
+    let (forward, reverse) = cell.scenario(seed).links();
+    let emulator = Emulator::start(EmulatorConfig {
+        forward,
+        reverse,
+        seed,
+    })
+    .context("starting the emulator")?;
+    let transfer = Transfer {
+        server: SocketAddr::from((SERVER_ADDR, PORT)),
+        size: cell.size,
+        rate_bps: cell.rate_bps,
+        rtt: cell.rtt,
+        seed,
+    };
+    let (server_line, client_line) = commands(prepared, &transfer);
+    let paths = ["server.out", "server.err", "client.out", "client.err"].map(|n| scratch.file(n));
+    let server = in_namespace(
+        emulator.server().command(&server_line.program),
+        &server_line,
+        &paths[0],
+        &paths[1],
+    )?;
+    let client = in_namespace(
+        emulator.client().command(&client_line.program),
+        &client_line,
+        &paths[2],
+        &paths[3],
+    )?;
+
+    // The emulator stops both ends when this flag is set: by the watchdog
+    // at the bound (plus the server's start-up), or on a signal. A run
+    // stopped there is over the bound whatever the client's start.
+    let expired = AtomicBool::new(false);
+    let finished = AtomicBool::new(false);
+    let deadline = Instant::now() + bound + START_ALLOWANCE;
+    let mut timed_out = false;
+    let outcome = std::thread::scope(|scope| {
+        let watchdog = scope.spawn(|| {
+            while !finished.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                    expired.store(true, Ordering::Relaxed);
+                    return true;
+                }
+                std::thread::sleep(WATCH_INTERVAL);
+            }
+            false
+        });
+        let outcome = emulator.run_commands(
+            Some(server),
+            client,
+            ServerWait::Listening(SERVER_WAIT),
+            &expired,
+        );
+        finished.store(true, Ordering::Relaxed);
+        timed_out = watchdog.join().unwrap_or(true);
+        outcome
+    })
+    .context("running the peers")?;
+    let stats = emulator.shutdown();
+    if stop.load(Ordering::Relaxed) {
+        return Err(Interrupted.into());
+    }
+
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
+    let server_report = ServerReport::parse(&read(&paths[0]));
+    let client_report = ClientReport::parse(&read(&paths[2]));
+    let mut measured = Measured {
+        completed: false,
+        verified: false,
+        outcome: None,
+        wire_bytes: stats.forward.link.delivered_bytes,
+        reverse_wire_bytes: stats.reverse.link.delivered_bytes,
+        queue_delay_p95_ms: stats.forward.link.queue_delay.quantile(0.95).as_secs_f64() * 1e3,
+        note: String::new(),
+    };
+    if let Ok(server) = &server_report {
+        measured.verified = server.verified;
+    }
+    match (&server_report, &client_report) {
+        (Ok(server), Ok(client)) => match Outcome::of(server, client) {
+            Ok(outcome) => {
+                let within = outcome.completion_s <= bound.as_secs_f64();
+                measured.completed = within && !timed_out;
+                if !within {
+                    measured.note = format!(
+                        "took {:.2} s, more than the bound of {:.2} s",
+                        outcome.completion_s,
+                        bound.as_secs_f64()
+                    );
+                } else if !outcome.verified {
+                    measured.note = "the server's check of the payload failed".to_owned();
+                }
+                measured.outcome = Some(outcome);
+            }
+            Err(e) => measured.note = e.to_string(),
+        },
+        _ if timed_out => {
+            measured.note = format!("did not complete in {:.2} s", bound.as_secs_f64());
+        }
+        (server, client) => {
+            let failed = |role: &str, error: String, stderr: &Path| {
+                format!("{role}: {error} ({})", tail(&read(stderr)))
+            };
+            measured.note = match (server, client) {
+                (Err(e), _) => failed("server", e.to_string(), &paths[1]),
+                (_, Err(e)) => failed("client", e.to_string(), &paths[3]),
+                _ => unreachable!("both reports were read"),
+            };
+            let client_end = match outcome.client {
+                Some(status) => format!("; the client ended with {status}"),
+                None => "; the client did not start".to_owned(),
+            };
+            measured.note.push_str(&client_end);
+        }
+    }
+    if !measured.completed && measured.note.is_empty() {
+        measured.note = format!("did not complete in {:.2} s", bound.as_secs_f64());
+    }
+    Ok(measured)
+}
+
+/// `line` run through the namespace's `command`, with its output in files.
+fn in_namespace(
+    mut command: Command,
+    line: &CommandLine,
+    stdout: &Path,
+    stderr: &Path,
+) -> anyhow::Result<Command> {
+    let create =
+        |path: &Path| File::create(path).with_context(|| format!("creating {}", path.display()));
+    command
+        .args(&line.args)
+        .stdin(Stdio::null())
+        .stdout(create(stdout)?)
+        .stderr(create(stderr)?);
+    Ok(command)
+}
+
+/// The last line of a peer's error output, shortened.
+fn tail(stderr: &str) -> String {
+    let last = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no error output");
+    last.chars().take(200).collect()
+}
+
+/// The machine's UDP socket buffer ceilings (`net.core.rmem_max`,
+/// `wmem_max`), raised for the benchmark so that NORM's and kcp-go's
+/// drivers, which cannot pass them, get the buffers they ask for; put back
+/// when dropped. They hold for every namespace on the machine.
+#[derive(Debug)]
+pub(crate) struct SocketLimits {
+    saved: Vec<(&'static str, String)>,
+}
+
+const SOCKET_LIMITS: [&str; 2] = ["/proc/sys/net/core/rmem_max", "/proc/sys/net/core/wmem_max"];
+
+impl SocketLimits {
+    /// Raises both ceilings to at least `bytes`; a ceiling already higher
+    /// is left alone.
+    pub(crate) fn raise(bytes: u64) -> anyhow::Result<SocketLimits> {
+        let mut limits = SocketLimits { saved: Vec::new() };
+        for path in SOCKET_LIMITS {
+            let current =
+                std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            let value: u64 = current
+                .trim()
+                .parse()
+                .with_context(|| format!("{path}: {current:?}"))?;
+            if value < bytes {
+                std::fs::write(path, bytes.to_string())
+                    .with_context(|| format!("writing {path}"))?;
+                limits.saved.push((path, current));
+            }
+        }
+        Ok(limits)
+    }
+}
+
+impl Drop for SocketLimits {
+    fn drop(&mut self) {
+        for (path, value) in &self.saved {
+            if let Err(error) = std::fs::write(path, value.trim()) {
+                eprintln!(
+                    "ltx-bench emu: could not restore {path} to {}: {error}",
+                    value.trim()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! ltx: the library directly (not `ltx send` / `ltx recv`, whose file
+//! handling, hashing and disk would be timed too), one bidirectional
+//! stream whose send half carries the payload, every setting at its default
+//! but for an optional rate hint. Encrypted, as every ltx connection on a
+//! network path is: the receiver's key pair is derived from the payload seed
+//! (see [`benchmark_keypair`]), so both ends know it without a key file.
+
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use ltx::{Endpoint, EndpointConfig, Security, SecurityConfig, StaticKeypair};
+use ltx_cli::live;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::super::payload::{Pattern, Verifier};
+use super::report::{cpu_seconds, monotonic_ns, run_queue_seconds, ClientReport, ServerReport};
+use super::{PayloadArgs, Received};
+
+/// Bytes asked for in each read.
+const READ_SIZE: usize = 1 << 20;
+
+/// The receiver's key pair for payload seed `seed`. Anyone who knows the
+/// seed knows the private key: for benchmarks only, where it lets the two
+/// ends run as separate commands without exchanging a key, and the
+/// cryptographic work per packet is what real keys would cost.
+fn benchmark_keypair(seed: u64) -> StaticKeypair {
+    let private = blake3::derive_key("ltx bench peer receiver key", &seed.to_le_bytes());
+    StaticKeypair::from_private(private)
+}
+
+/// Takes one connection on `listen` and checks the stream it opens.
+pub(super) async fn receive(
+    listen: SocketAddr,
+    args: &PayloadArgs,
+    pattern: &Pattern,
+) -> anyhow::Result<Received> {
+    let mut config = EndpointConfig::server();
+    config.security = Security::Noise(SecurityConfig::new(benchmark_keypair(args.seed)));
+    let endpoint = Endpoint::bind(listen, config).with_context(|| format!("binding {listen}"))?;
+    let connection = endpoint.accept().await.context("the endpoint closed")?;
+    let (_send, mut stream) = connection.accept_stream().await?;
+    let mut verifier = Verifier::new(pattern);
+    let mut buffer = vec![0; READ_SIZE];
+    let mut first_ns = None;
+    loop {
+        let n = stream.read(&mut buffer).await?;
+        if n == 0 {
+            break;
+        }
+        first_ns.get_or_insert(monotonic_ns()?);
+        verifier.feed(&buffer[..n]);
+    }
+    let end_ns = monotonic_ns()?;
+    let report = ServerReport::new(
+        args.system.name(),
+        args.size,
+        verifier.finish(),
+        first_ns.unwrap_or(end_ns),
+        end_ns,
+    )?;
+    // The sender closes once everything is decoded here; stay for it.
+    Ok(Received {
+        report,
+        linger: Box::pin(async move {
+            connection.closed().await;
+            drop(endpoint);
+        }),
+    })
+}
+
+/// Sends the payload to `connect` and closes once the receiver has decoded
+/// all of it.
+pub(super) async fn send(
+    connect: SocketAddr,
+    rate_hint: Option<u64>,
+    args: &PayloadArgs,
+    pattern: &Pattern,
+) -> anyhow::Result<ClientReport> {
+    let mut config = EndpointConfig::client();
+    if let Some(rate) = rate_hint {
+        config.transport.congestion = live::hinted_controller(rate);
+    }
+    let local = if connect.is_ipv4() {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    } else {
+        SocketAddr::from(([0u16; 8], 0))
+    };
+    let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
+    let start_ns = monotonic_ns()?;
+    let server_key = benchmark_keypair(args.seed).public();
+    let connection = endpoint
+        .connect(connect, server_key)
+        .await
+        .context("the handshake")?;
+    let (mut stream, _recv) = connection.open_stream()?;
+    for chunk in pattern.chunks(args.size) {
+        stream.write_all(&chunk).await?;
+    }
+    stream.shutdown().await?;
+    // A graceful close returns once the receiver has decoded everything.
+    connection.close().await?;
+    Ok(ClientReport {
+        system: args.system.name().to_owned(),
+        bytes: args.size,
+        start_ns,
+        cpu_s: cpu_seconds()?,
+        run_queue_s: run_queue_seconds(),
+        wire_bytes: Some(connection.stats().bytes_sent),
+    })
+}
