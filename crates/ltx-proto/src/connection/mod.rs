@@ -551,6 +551,7 @@ impl Connection {
 
     /// The largest packet number this end has received, which the next
     /// packet's truncated number is expanded against.
+    #[cfg(feature = "fuzzing")]
     pub(crate) fn largest_received(&self) -> Option<PacketNumber> {
         self.acks.received.largest().map(PacketNumber)
     }
