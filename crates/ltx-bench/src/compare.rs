@@ -116,11 +116,19 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
     } else {
         Plan::full(&sections, profiles, args.seeds, args.heavy_seeds)
     };
-    plan.repair = args.repair.settings();
-    if !plan.repair.is_default() {
+    let repair = args.repair.settings();
+    plan.set_repair(repair)
+        .map_err(|e| anyhow::anyhow!("the repair flags: {e}"))?;
+    if !repair.is_default() {
+        let readers: Vec<&str> = plan
+            .profiles
+            .iter()
+            .filter(|p| repair.given().iter().all(|s| p.scheme().reads(*s)))
+            .map(|p| p.name())
+            .collect();
         eprintln!(
-            "compare: every preset's repair settings changed: {:?}",
-            plan.repair
+            "compare: the repair settings changed where a preset reads them ({}): {repair:?}",
+            readers.join(", ")
         );
     }
     let total = plan.runs().len();

@@ -13,6 +13,7 @@ use ltx::{Connection, Endpoint, EndpointConfig, Security};
 use ltx_cli::exit::{Failed, Failure};
 use ltx_cli::live;
 use ltx_cli::repair_args::RepairArgs;
+use ltx_cli::settings::{flag_error, transport_for};
 use ltx_files::{Phase, PlannedFile, Sent};
 use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_rate};
@@ -91,18 +92,11 @@ async fn send_all(
     };
     let mut config = EndpointConfig::client();
     config.security = Security::Noise(security);
-    config.transport.idle_timeout = args.timeout;
-    args.profile.apply(&mut config.transport);
-    args.repair.apply(&mut config.transport);
-    if let Some(rate) = args.rate_hint {
-        if args.profile != Profile::Ltx {
-            bail!(
-                "--rate-hint sizes the ltx profile's start-up; the {} profile has no use for it",
-                args.profile
-            );
-        }
-        config.transport.congestion = live::hinted_controller(rate);
-    }
+    config.transport = transport_for(args.profile, &args.repair, args.rate_hint)?;
+    config
+        .transport
+        .set_idle_timeout(args.timeout)
+        .map_err(|e| flag_error(&e, args.profile))?;
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
     let bars = if args.json {
         MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
