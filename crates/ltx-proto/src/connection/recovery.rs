@@ -164,7 +164,7 @@ impl Recovery {
             self.loss.on_delivered(number);
             context.on_packet_acked(number);
             self.controller
-                .on_ack(now, packet.time, packet.size, false, &self.rtt);
+                .on_ack(now, packet.time, packet.size, packet.app_limited, &self.rtt);
         }
         for &number in &outcome.spurious {
             self.loss.on_spurious(number);

@@ -151,6 +151,7 @@ impl Connection {
                 size,
                 in_flight: true,
                 carried,
+                app_limited: self.is_app_limited(size),
             };
             self.recovery.on_packet_sent(now, number, packet);
             if self.timers[Timer::Probe as usize].is_none() {
@@ -173,6 +174,15 @@ impl Connection {
             contents: buf,
             ecn: EcnCodepoint::Ect0,
         }
+    }
+
+    /// Whether a packet of `size` bytes leaves application-limited: no
+    /// stream data waits behind it, and the window would still hold a full
+    /// datagram more.
+    fn is_app_limited(&self, size: u64) -> bool {
+        let room = self.recovery.controller.window();
+        let after = self.recovery.sent.bytes_in_flight + size;
+        !self.streams.has_pending() && after + u64::from(self.config.max_datagram) <= room
     }
 
     /// A CLOSE with `code` and `reason`.

@@ -24,6 +24,10 @@ pub(crate) struct SentPacket {
     /// Counts towards the congestion window (ack-eliciting).
     pub(crate) in_flight: bool,
     pub(crate) carried: Carried,
+    /// Whether the sender had no data waiting and room in its window when
+    /// the packet left: its acknowledgement says nothing of the path's
+    /// capacity, so the controller does not grow its window on it.
+    pub(crate) app_limited: bool,
 }
 
 /// Packets declared lost whose later acknowledgement would reveal
@@ -159,6 +163,7 @@ mod tests {
             size: 1200,
             in_flight,
             carried,
+            app_limited: false,
         }
     }
 
