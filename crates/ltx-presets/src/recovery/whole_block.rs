@@ -37,11 +37,10 @@
 //!   same decoder, where a RaptorQ symbol (RFC 6330) would need its own
 //!   identifier on the wire and its own decoder. The price is work: each
 //!   repair combines every symbol of the block, and the decoder eliminates
-//!   over all of its unknowns. Measured side by side on one machine, a
-//!   block of 7474 symbols of 1338 bytes (a 10 MB transfer) took about 30
-//!   times the CPU of the `raptorq` crate to encode and decode at 10 % loss
-//!   and about 125 times at 30 %; at 1000 symbols and 30 % loss, about 7
-//!   times. RLC needed exactly `K` symbols, RaptorQ `K + 12`.
+//!   over all of its unknowns, many times the CPU a Raptor code would
+//!   spend on a block of thousands of symbols (`docs/design/presets.md`);
+//!   in exchange it needs exactly `K` symbols, where RaptorQ needs a few
+//!   more.
 //! - The seed's code overhead ε (5 % in its simulations) is that of an LT or
 //!   Raptor code; this one's is near zero.
 

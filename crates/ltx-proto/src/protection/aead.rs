@@ -32,13 +32,10 @@ pub enum AeadAlgorithm {
     Aes256Gcm,
 }
 
-/// The AEAD ltx seals packets with: AES-256-GCM. The `aead_throughput`
-/// example, sealing and opening 200 000 packets of 1400 bytes on one core
-/// of the development machine (x86-64 with AES-NI, VAES and AVX2, shared
-/// with other builds), measured 2.21 Gbit/s for AES-256-GCM against
-/// 0.89 Gbit/s for ChaCha20-Poly1305, both from `ring`: 2.5 times faster.
-/// On a CPU without AES instructions ChaCha20-Poly1305 would win; both
-/// ends must use the same one, so it is one constant, not a setting.
+/// The AEAD ltx seals packets with: AES-256-GCM, the faster of the two on
+/// CPUs with AES instructions (`cargo run --release -p ltx-proto --example
+/// aead_throughput` compares them). Both ends must use the same one, so it
+/// is one constant, not a setting.
 pub const PACKET_AEAD: AeadAlgorithm = AeadAlgorithm::Aes256Gcm;
 
 impl AeadAlgorithm {

@@ -1,37 +1,13 @@
 //! The path's loss rate and mean loss-burst length, estimated from the fate of
 //! every packet the sender sent.
 //!
-//! # Design
-//!
-//! Fates arrive by packet number and out of order: ACK ranges report
-//! deliveries in any order, loss detection declares a packet lost only once
-//! later packets are acknowledged, and reordering can turn a declared loss
-//! into a delivery ([`LossEstimator::on_spurious`]). Run lengths only mean
-//! something in packet-number order, so the estimator keeps a *pending* ring
-//! of fates indexed by packet number and *commits* a packet number only once
-//! a report for a packet at least [`COMMIT_LAG`] numbers later has arrived;
-//! by then loss detection (packet threshold 3) and ordinary reordering have
-//! settled its fate. A packet number still without a report when it is
-//! committed is skipped: it neither counts nor breaks a run (the sender may
-//! not track every number, e.g. packets that carry only ACKs).
-//!
-//! A report that arrives after its packet number was committed (a late
-//! spurious loss, a late fate of a skipped number) still corrects the counts,
-//! weighted by the decay since the commit; only the run count is left alone
-//! then, except that a late loss counts as a run of its own. Reports older
-//! than the committed history ([`HISTORY`] numbers) are ignored.
-//!
-//! Committed fates feed exponentially weighted counters of *delivered*,
-//! *lost* and *runs* (a run starts at a loss whose previous committed fate
-//! was a delivery). While fewer than `window` packets have been committed the
-//! counters are plain sums, so the estimate is the sample mean from the first
-//! packet (a fast start); after that each commit first scales them by
-//! `1 − 1/window`, an exponential window whose total weight stays `window`.
-//! Then `rate = lost / (lost + delivered)` over `window` packets and
-//! `burst = lost / runs` over `4 × window`: a window holds `rate·window/burst`
-//! runs (41 at 10 % loss in bursts of 5 over 2048 packets), too few for a
-//! steady mean, while the rate must follow changes within a few thousand
-//! packets.
+//! Fates arrive by packet number and out of order; the estimator commits a
+//! packet number once a report at least [`COMMIT_LAG`] numbers later has
+//! arrived, so that run lengths are counted in packet-number order, and
+//! corrects its counts for fates reported after the commit. Committed fates
+//! feed exponentially weighted counts: `rate = lost / (lost + delivered)`
+//! over a window of packets, `burst = lost / runs` over four windows. How
+//! and why: `docs/design/loss-estimator.md`.
 
 use std::collections::VecDeque;
 

@@ -183,25 +183,11 @@ impl SlidingWindow {
     }
 
     /// The part of the peer's reported deficit that a reactive answer
-    /// makes up, when its repairs cannot also cover the flight: the
-    /// settled part, which the proactive repairs sliding forward no longer
-    /// reach, and of the rest, the peer's newest gaps, what the proactive
-    /// repairs sent after its report are not expected to cover.
-    ///
-    /// A loss is made up by the repairs sent within a span after it, and
-    /// the peer's report comes before most of those: answering its newest
-    /// gaps in full sends what is already on its way.
-    ///
-    /// The proactive repairs sent with the `sent` source symbols after the
-    /// report reach back over the newest gaps, but cover those symbols'
-    /// own losses first: what they bring for the gaps is their margin,
-    /// `((1−p)·ratio − p)·min(span, sent)`. None when the ratio is at or
-    /// below the channel's minimum, when no repair goes ahead of loss or
-    /// no data followed the report: then the whole deficit is answered.
-    /// Counting all of them instead, as if they were for the gaps alone,
-    /// answers only the settled part, but a shortfall then rides forward
-    /// with the window: rows over the older gaps reach into the newer
-    /// symbols, and the older symbols never count as short.
+    /// makes up, when its repairs cannot also cover the flight: the settled
+    /// part, which the proactive repairs sliding forward no longer reach,
+    /// and of the peer's newest gaps what the margin of the proactive
+    /// repairs sent since its report, `((1−p)·ratio − p)·min(span, sent)`,
+    /// is not expected to cover (`docs/design/repair-sizing.md`).
     pub fn deficit_to_answer(&self, feedback: &Feedback, est: &LossEstimate) -> u64 {
         let newest = feedback.deficit.saturating_sub(feedback.settled);
         if newest == 0 {
@@ -246,30 +232,12 @@ impl SlidingWindow {
 
     /// How many repair symbols to send after the receiver reported
     /// `deficit` missing equations, when every repair in `flight` covers its
-    /// first unknown symbol (see [`Feedback::covered`]): what the flight
-    /// will bring is set against what it will lose, `D + p·S − (1−p)·R`
-    /// equations short, and the answer is what makes up that expectation.
-    /// Proactive repairs in flight are counted: they were sized for the
-    /// flight's losses, with their margin, and cover the gap, so
-    /// answering the whole deficit again would send what they carry. `S`
-    /// counts only the source symbols sent before
-    /// the newest repair in flight, which that repair covers.
-    ///
-    /// Where the round trip is short enough that the sliding window leaves
-    /// half the spans of an independent-loss path to feedback or more
-    /// (240 ms and less by default, see
-    /// [`RepairConfig::cheap_feedback_rtt`]), the answer is rounded to
-    /// the nearest whole repair, and its repairs cover the flight as well as
-    /// the reported gaps (the scheme's `plan_repair`): the count includes
-    /// the flight's losses, and a repair that stops at the gaps finds them
-    /// solved by the proactive repairs that arrived before it and those
-    /// losses left for the next answer. There the answer is also sized below the flight's expected need, at
-    /// [`RepairConfig::cheap_answer_quantile`] of its spread,
-    /// `√((S+R)·p·(1−p)·F)`: what the flight turns out to lack comes back
-    /// in the next report, a short round trip later, while what it turns
-    /// out not to need is wasted for good.
-    /// On longer paths it is rounded up: a shortfall left over costs a
-    /// round trip, dear there (`docs/design/repair-sizing.md`).
+    /// first unknown symbol ([`Feedback::covered`]): what makes up the
+    /// expected shortfall `D + p·S − (1−p)·R`, counting what the flight
+    /// will bring. Where feedback is cheap ([`RepairConfig::cheap_feedback_rtt`])
+    /// it is sized at [`RepairConfig::cheap_answer_quantile`] of the
+    /// flight's spread and rounded to the nearest repair, elsewhere rounded
+    /// up (`docs/design/repair-sizing.md`).
     ///
     /// [`Feedback::covered`]: super::Feedback::covered
     pub fn reactive_repairs_covered(
@@ -298,24 +266,12 @@ impl SlidingWindow {
     }
 
     /// How many repair symbols the end of a transfer needs for the whole
-    /// `flight` whose fate is not known yet: `flight.sources` source symbols
-    /// and `flight.repairs` proactive repairs over them, over `1 − p`, for
-    /// the larger of two shortfalls (`docs/design/tail.md`), each with the
-    /// margin of [`RepairConfig::tail_residual`]: that of the flight's
-    /// last symbols, which only repairs sent after them reach, and that of
-    /// the whole flight; none on a clean path or with nothing in flight.
-    ///
-    /// The whole flight is expected to lack `p·S − (1−p)·R`. The spread
-    /// is the channel's, `(S+R)·p·(1−p)·F`, and the estimate's,
-    /// `(S+R)²·p·(1−p)·F/N` for an estimate of `N` fates: over a whole
-    /// flight the estimate's error is as large as the channel's, and a
-    /// bursty estimate errs by `F` more than a binomial one.
-    ///
-    /// The sliding window leaves spans to feedback where waiting is cheaper
-    /// than margin, which holds while more data follows; at the end of a
-    /// transfer the wait is the transfer's, a round trip or more on its
-    /// completion, so the tail is sized for a surer residual, with the
-    /// estimate's error (`docs/design/tail.md`).
+    /// `flight` whose fate is not known yet (`flight.sources` source
+    /// symbols and `flight.repairs` proactive repairs over them): the larger
+    /// of the shortfall of its last symbols, which only repairs sent after
+    /// them reach, and of the whole flight, with the channel's and the
+    /// estimate's spread, each at the tail's residual; none on a clean path
+    /// or with nothing in flight (`docs/design/tail.md`).
     pub fn tail_repairs_for_flight(&self, flight: &Flight, est: &LossEstimate) -> u64 {
         let Some(p) = usable_rate(est) else {
             return 0;

@@ -279,15 +279,9 @@ impl Tolerant {
     }
 
     /// Takes a packet-pair estimate, capped by the rate of the current (or
-    /// last) train: pairs see the bottleneck sooner, but a host that reads
-    /// and acknowledges in batches can bunch ACKs, and a pair median then
-    /// reads a multiple of the path's rate, while a train's rate spans the
-    /// whole flight and shrugs the bunching off. Two caps: by the train's
-    /// acknowledged rate, loose enough for the loss a path may have, and by
-    /// its rate with the lost packets' slots counted, tighter: lost slots
-    /// are placed in the pair samples by send time, which cannot tell apart
-    /// packets sent at one instant, and some samples take more than their
-    /// share.
+    /// last) ACK train: a host that acknowledges in batches bunches ACKs,
+    /// and a pair median then reads a multiple of the path's rate, while a
+    /// train spans the whole flight (`docs/design/start-up.md`).
     pub(super) fn take_pair_rate(&mut self, rate: u64, rtt: &RttEstimator) {
         self.startup.measured = self.steady(rtt);
         let current = self.startup.train.as_ref();
@@ -437,20 +431,11 @@ impl Tolerant {
     }
 
     /// After start-up ends on a queue: scales the window by `RTTmin / RTT`,
-    /// RTT the smallest of the samples that showed the queue, the rule of
-    /// congestion avoidance. A queue stands in start-up when the rates
-    /// measured add up to more than the bottleneck: flows that start
-    /// together each measure it at a different moment, one nearly alone and
-    /// the next beside it, and each jumps to its own measure. Every flow
-    /// that sees the queue scales down by the same factor, and what they
-    /// keep in flight together is then what the path holds without it, so
-    /// the queue empties before it overflows.
-    ///
-    /// `own` is the queue start-up's own burst keeps: sent at once and
-    /// then paced at the rate, the burst stands in the queue for the whole
-    /// round, and it is not an excess of the rate: counted in, a flow alone
-    /// on a path of a few tens of datagrams would leave start-up below the
-    /// path, which additive increase refills a datagram per round trip.
+    /// RTT the smallest of the samples that showed the queue less `own`,
+    /// the queue start-up's own burst keeps. Flows that start together
+    /// measure the bottleneck at different moments and their rates add up
+    /// to more than it has; scaled so, together they keep in flight what the
+    /// path holds, and the queue empties (`docs/design/start-up.md`).
     pub(super) fn drain_startup_queue(&mut self, rtt: &RttEstimator, own: Duration) {
         let Some(&queued) = self.startup.recent_rtts.iter().min() else {
             return;
