@@ -30,7 +30,7 @@ pub enum Event {
     },
     /// The connection ended; nothing more will happen.
     Closed(CloseReason),
-    /// A trace event (only with `TransportConfig::trace`).
+    /// A trace event (only with `TransportConfig::set_trace`).
     Trace(TraceEvent),
 }
 
