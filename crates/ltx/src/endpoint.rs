@@ -789,17 +789,11 @@ async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
     }
 }
 
-/// Asks, once per thread that runs a driver, for the short time slice and
-/// timer slack of `ltx-realtime`.
-///
-/// Every wait for the CPU between a datagram's arrival and the driver's
-/// handling of it ends up in the protocol's RTT samples, and the
-/// controller reads a longer RTT as a standing queue; on a short path with
-/// heavy loss it cuts its window at every loss. On a two-core machine at
-/// load average 8, a 100 Mbit/s, 20 ms path with 20 % loss took a median
-/// of 0.76 s over five seeds (the simulator: 0.61 s), and 0.66–0.70 s with
-/// a 100 µs slice. The request only moves the thread's wake-ups earlier;
-/// a thread under another policy keeps its own.
+/// Asks, once per driver thread, for `ltx-realtime`'s short time slice and
+/// timer slack: every wait for the CPU between a datagram's arrival and its
+/// handling ends up in the RTT samples, which the controller reads as a
+/// standing queue (measured in `docs/results.md`, "Earlier emulated runs").
+/// It only moves wake-ups earlier; a thread under another policy keeps its own.
 fn ask_for_prompt_wakeups() {
     thread_local! {
         static ASKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
