@@ -1,4 +1,4 @@
-//! The measures every benchmark reports (see DESIGN.md, "Metrics"):
+//! The measures every benchmark reports (`docs/results.md`, "Terms"):
 //! percentiles of delays, Jain's fairness index, and the ideal completion
 //! time a transfer is compared against.
 

@@ -293,7 +293,7 @@ impl SoakCase {
     }
 
     /// The ideal completion time T* of the transfer on the forward
-    /// direction (DESIGN.md, "Metrics").
+    /// direction (`docs/results.md`, "Terms").
     pub fn ideal(&self) -> Duration {
         ideal_of(self.size, &self.forward, self.rtt(), &self.transport)
     }
