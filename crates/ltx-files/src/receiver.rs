@@ -77,20 +77,13 @@ pub struct Received {
     pub already_present: bool,
 }
 
-/// Receives one file into `dir` over one stream: reads the sender's offer
-/// from `reader`, answers on `writer`, and on acceptance stores the data
-/// under `dir`.
-///
-/// An identical file already at the name (same size, same BLAKE3) is
-/// reported as present, with or without `force`, and no data is sent. The
-/// partial file is kept when the stream breaks or the disk fills, so that a
-/// rerun resumes; it is deleted when the data does not match the offered
-/// hash. Nothing appears under the final name unless the whole file arrived
-/// and verified. On return the function has shut `writer` down.
-///
-/// It does not time out on its own: a caller that wants a deadline wraps the
-/// future in `tokio::time::timeout`; dropping it is as safe as a broken
-/// stream.
+/// Receives one file into `dir` over one stream: reads the offer from
+/// `reader`, answers on `writer` (shut down on return), and stores the data.
+/// An identical file already there (same size and BLAKE3) is reported
+/// present, even without `force`, and nothing is sent. Nothing appears under
+/// the final name unless the whole file verified; the partial file stays for
+/// a rerun, unless its hash was wrong. It has no timeout of its own (wrap it
+/// in `tokio::time::timeout`); dropping it is as safe as a broken stream.
 pub async fn receive_file<R, W, P>(
     reader: &mut R,
     writer: &mut W,

@@ -380,15 +380,11 @@ impl Endpoint {
         }
     }
 
-    /// Connects to a server whose static public key is `server_key` and
-    /// completes the handshake (with [`Security::Plain`] the key is not
-    /// used).
-    ///
-    /// Fails with [`ConnectError::Closed`] carrying
-    /// [`CloseReason::HandshakeTimeout`] if the server does not answer
-    /// within the transport's idle timeout: a server that is not there, or
-    /// one that refused this client (a server never tells a client it
-    /// cannot authenticate why).
+    /// Connects to a server whose static public key is `server_key` (unused
+    /// with [`Security::Plain`]) and completes the handshake. A server that
+    /// is not there, or refused this client (it never says why), shows as
+    /// [`ConnectError::Closed`] with [`CloseReason::HandshakeTimeout`] after
+    /// the transport's idle timeout.
     pub async fn connect(
         &self,
         server: SocketAddr,
