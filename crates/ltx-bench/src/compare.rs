@@ -101,7 +101,7 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let plan = plan_of(args);
+    let plan = plan_of(args)?;
     let total = plan.runs().len();
     eprintln!(
         "compare: {} cells × {} presets, {total} runs on {threads} thread(s)",
@@ -128,8 +128,9 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
     check_delivered(&plan, &runs)
 }
 
-/// The cells and presets the options ask for, with their repair settings.
-fn plan_of(args: &CompareArgs) -> Plan {
+/// The cells and presets the options ask for, with the repair flags' settings
+/// (refused if out of range).
+fn plan_of(args: &CompareArgs) -> anyhow::Result<Plan> {
     let profiles = if args.profiles.is_empty() {
         Profile::ALL.to_vec()
     } else {
@@ -145,14 +146,22 @@ fn plan_of(args: &CompareArgs) -> Plan {
     } else {
         Plan::full(&sections, profiles, args.seeds, args.heavy_seeds)
     };
-    plan.repair = args.repair.settings();
-    if !plan.repair.is_default() {
+    let repair = args.repair.settings();
+    plan.set_repair(repair)
+        .map_err(|e| anyhow::anyhow!("the repair flags: {e}"))?;
+    if !repair.is_default() {
+        let readers: Vec<&str> = plan
+            .profiles
+            .iter()
+            .filter(|p| repair.given().iter().all(|s| p.scheme().reads(*s)))
+            .map(|p| p.name())
+            .collect();
         eprintln!(
-            "compare: every preset's repair settings changed: {:?}",
-            plan.repair
+            "compare: the repair settings changed where a preset reads them ({}): {repair:?}",
+            readers.join(", ")
         );
     }
-    plan
+    Ok(plan)
 }
 
 /// Runs the plan on `threads` threads, with a progress line per run on

@@ -13,6 +13,10 @@ use ltx_files::TransferError;
 pub enum Failure {
     /// Anything not listed below.
     Other = 1,
+    /// The command line asks for something that cannot run: a value out of
+    /// range, or a flag the chosen preset would ignore (the code clap
+    /// gives its own parse errors).
+    Usage = 2,
     /// The peer did not answer the handshake.
     Unreachable = 3,
     /// The peer refused the transfer, or closed or aborted the connection.
@@ -96,6 +100,7 @@ impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.0 {
             Failure::Other => "failed",
+            Failure::Usage => "bad command line",
             Failure::Unreachable => "no answer from the peer",
             Failure::Refused => "refused by the peer",
             Failure::TimedOut => "timed out",

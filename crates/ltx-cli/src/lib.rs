@@ -3,6 +3,8 @@
 //!
 //! - [`repair_args`]: the repair flags, with one meaning on every command
 //!   that makes a connection, in the simulator or over the network;
+//! - [`settings`]: the transport a command runs, from a preset and those
+//!   flags, each checked by `ltx-proto`;
 //! - [`realtime`]: one transfer in real time through the impairment shim on
 //!   loopback (`ltx demo`, `ltx-bench fidelity`);
 //! - [`live`]: figures for people and the transfer commands' live display;
@@ -18,6 +20,7 @@ pub mod exit;
 pub mod live;
 pub mod realtime;
 pub mod repair_args;
+pub mod settings;
 
 /// Lets a closed stdout end the process as it ends any Unix filter
 /// (`ltx sim soak --json | head`), instead of a panic in the first print

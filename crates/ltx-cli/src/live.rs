@@ -1,19 +1,10 @@
 //! What the transfer commands show while they run: progress bars, the
 //! connection's live estimates, and figures rounded for people.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use ltx::{Connection, ConnectionStats};
-use ltx_proto::congestion::{ControllerFactory, TolerantConfig};
-
-/// The default controller, told the path's rate (bits per second).
-pub fn hinted_controller(rate_bps: u64) -> Arc<dyn ControllerFactory> {
-    let mut config = TolerantConfig::default();
-    config.rate_hint(Some(rate_bps / 8));
-    Arc::new(config)
-}
 
 /// A progress bar for one file.
 pub fn file_bar(size: u64, name: &str) -> ProgressBar {

@@ -12,7 +12,9 @@ use indicatif::{MultiProgress, ProgressDrawTarget};
 use ltx::{Connection, Endpoint, EndpointConfig, Security};
 use ltx_cli::exit::{Failed, Failure};
 use ltx_cli::live;
+use ltx_cli::settings::flag_error;
 use ltx_files::{Phase, ReceiveOptions, Received};
+use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_size};
 use serde_json::json;
 use tokio::task::JoinSet;
@@ -65,7 +67,10 @@ async fn serve(args: &RecvArgs, security: ltx::SecurityConfig) -> anyhow::Result
     let allowed = security.allowed_clients.as_ref().map(|a| a.len());
     let mut config = EndpointConfig::server();
     config.security = Security::Noise(security);
-    config.transport.idle_timeout = args.timeout;
+    config
+        .transport
+        .set_idle_timeout(args.timeout)
+        .map_err(|e| flag_error(&e, Profile::Ltx))?;
     let endpoint = Endpoint::bind(args.listen, config)
         .with_context(|| format!("listening on {}", args.listen))?;
     let bars = if args.json {

@@ -7,8 +7,10 @@
 use std::time::Duration;
 
 use clap::Args;
-use ltx_proto::{RepairSettings, TransportConfig};
+use ltx_proto::{RepairConfig, RepairSettings};
 use ltx_sim::units::{parse_duration, parse_fraction};
+
+use crate::settings::range_message;
 
 /// How the sender weighs repair bytes against waiting for feedback. Each
 /// flag left out keeps the preset's value.
@@ -37,7 +39,7 @@ pub struct RepairArgs {
     /// Widest window, in source symbols, a proactive repair covers (1 to
     /// 16384, default 256). Wider needs a thinner margin on long paths and
     /// costs coding time in proportion.
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u16).range(1..=16384))]
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_span)]
     pub max_repair_span: Option<u16>,
 }
 
@@ -51,41 +53,50 @@ impl RepairArgs {
             max_repair_span: self.max_repair_span,
         }
     }
-
-    /// Writes the settings given into `transport`, leaving the others as
-    /// they are.
-    pub fn apply(&self, transport: &mut TransportConfig) {
-        self.settings().apply(transport);
-    }
 }
 
-/// A residual of `--tail-residual`: a fraction above 0 and at most one half
-/// (a tail that means to leave most transfers short is no tail).
+/// A residual of `--tail-residual` (e.g. 1% or 0.01), in the range
+/// `ltx-proto` allows.
 fn parse_tail_residual(input: &str) -> Result<f64, String> {
     let value = parse_fraction(input).map_err(|e| e.to_string())?;
-    if !(value > 0.0 && value <= 0.5) {
-        return Err(format!("{input} is outside (0, 50%]"));
-    }
+    RepairConfig::default()
+        .set_tail_residual(value)
+        .map_err(range_message)?;
     Ok(value)
 }
 
-/// A quantile of `--cheap-answer-quantile`: a number of standard deviations
-/// within ±4 (beyond, the normal approximation it feeds means nothing).
+/// A quantile of `--cheap-answer-quantile`, in standard deviations, in the
+/// range `ltx-proto` allows.
 fn parse_quantile(input: &str) -> Result<f64, String> {
     let value: f64 = input
         .trim()
         .parse()
         .map_err(|_| format!("`{input}` is not a number (e.g. -1, 0 or 0.5)"))?;
-    if !(-4.0..=4.0).contains(&value) {
-        return Err(format!("{value} is outside -4 to 4 standard deviations"));
-    }
+    RepairConfig::default()
+        .set_cheap_answer_quantile(value)
+        .map_err(range_message)?;
+    Ok(value)
+}
+
+/// A span of `--max-repair-span`, in source symbols, in the range
+/// `ltx-proto` allows.
+fn parse_span(input: &str) -> Result<u16, String> {
+    let value: u16 = input
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{input}` is not a whole number of symbols (e.g. 256)"))?;
+    RepairConfig::default()
+        .set_max_repair_span(value)
+        .map_err(range_message)?;
     Ok(value)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use clap::Parser;
+    use ltx_proto::TransportConfig;
+
+    use super::*;
 
     #[derive(Debug, Parser)]
     struct Probe {
@@ -102,9 +113,12 @@ mod tests {
     fn flags_left_out_keep_the_presets_values() {
         let preset = TransportConfig::default();
         let mut transport = preset.clone();
-        parse(&[]).expect("no flags").apply(&mut transport);
-        assert_eq!(transport.redundancy, preset.redundancy);
-        assert_eq!(transport.max_repair_span, preset.max_repair_span);
+        parse(&[])
+            .expect("no flags")
+            .settings()
+            .apply(&mut transport)
+            .unwrap();
+        assert_eq!(transport.repair(), preset.repair());
     }
 
     #[test]
@@ -121,12 +135,14 @@ mod tests {
             "1024",
         ])
         .expect("valid flags")
-        .apply(&mut transport);
-        let redundancy = &transport.redundancy;
-        assert_eq!(redundancy.delay_per_percent, Duration::from_millis(300));
-        assert_eq!(redundancy.cheap_answer_quantile, -2.0);
-        assert_eq!(redundancy.tail_residual, 0.05);
-        assert_eq!(transport.max_repair_span, 1024);
+        .settings()
+        .apply(&mut transport)
+        .unwrap();
+        let repair = transport.repair();
+        assert_eq!(repair.delay_per_percent(), Duration::from_millis(300));
+        assert_eq!(repair.cheap_answer_quantile(), -2.0);
+        assert_eq!(repair.tail_residual(), 0.05);
+        assert_eq!(repair.max_repair_span(), 1024);
     }
 
     #[test]
@@ -136,6 +152,7 @@ mod tests {
             ["--tail-residual", "60%"],
             ["--cheap-answer-quantile", "5"],
             ["--max-repair-span", "0"],
+            ["--max-repair-span", "16385"],
             ["--delay-per-percent", "soon"],
         ] {
             assert!(parse(&args).is_err(), "{args:?} accepted");

@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
-use ltx::{Connection, Endpoint, EndpointConfig, Security};
+use ltx::{Connection, ConnectionStats, Endpoint, EndpointConfig, Security};
 use ltx_cli::exit::{Failed, Failure};
 use ltx_cli::live;
 use ltx_cli::repair_args::RepairArgs;
+use ltx_cli::settings::{flag_error, transport_for};
 use ltx_files::{Phase, PlannedFile, Sent};
 use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_rate};
@@ -91,24 +92,45 @@ async fn send_all(
     };
     let mut config = EndpointConfig::client();
     config.security = Security::Noise(security);
-    config.transport.idle_timeout = args.timeout;
-    args.profile.apply(&mut config.transport);
-    args.repair.apply(&mut config.transport);
-    if let Some(rate) = args.rate_hint {
-        if args.profile != Profile::Ltx {
-            bail!(
-                "--rate-hint sizes the ltx profile's start-up; the {} profile has no use for it",
-                args.profile
-            );
-        }
-        config.transport.congestion = live::hinted_controller(rate);
-    }
+    config.transport = transport_for(args.profile, &args.repair, args.rate_hint)?;
+    config
+        .transport
+        .set_idle_timeout(args.timeout)
+        .map_err(|e| flag_error(&e, args.profile))?;
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
     let bars = if args.json {
         MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
     } else {
         MultiProgress::new()
     };
+    let started = Instant::now();
+    let connection = connect(&endpoint, server, peer, &bars).await?;
+    let ticker = tokio::spawn(live::show_stats(connection.clone(), bars.clone()));
+    let outcome = send_files(&connection, files, &bars).await;
+    let elapsed = started.elapsed();
+    ticker.abort();
+    let stats = connection.stats();
+    let sent = match outcome {
+        Ok(sent) => sent,
+        Err(error) => {
+            connection.abort(ltx_proto::event::codes::APPLICATION, "the sender stopped");
+            return Err(error);
+        }
+    };
+    connection.close().await.context("closing the connection")?;
+    report(args.json, server, &sent, &stats, elapsed);
+    Ok(())
+}
+
+/// Connects to `server`, with a spinner while the handshake runs; a
+/// failure says how long it waited, and what to check when nothing
+/// answered.
+async fn connect(
+    endpoint: &Endpoint,
+    server: SocketAddr,
+    peer: ltx::PublicKey,
+    bars: &MultiProgress,
+) -> anyhow::Result<Connection> {
     let connecting = bars.add(ProgressBar::new_spinner());
     connecting.set_message(format!("connecting to {server}"));
     connecting.enable_steady_tick(Duration::from_millis(120));
@@ -128,8 +150,17 @@ async fn send_all(
         e.context(format!("connecting to {server} (waited {waited:.1} s)"))
     })?;
     connecting.finish_and_clear();
-    let ticker = tokio::spawn(live::show_stats(connection.clone(), bars.clone()));
+    Ok(connection)
+}
 
+/// Sends every file, [`CONCURRENT_FILES`] at a time, a progress bar each.
+/// One file's failure ends the others: the user runs the command again,
+/// and each file resumes where it stopped.
+async fn send_files(
+    connection: &Connection,
+    files: Vec<PlannedFile>,
+    bars: &MultiProgress,
+) -> anyhow::Result<Vec<Sent>> {
     let semaphore = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_FILES));
     let mut tasks = JoinSet::new();
     for file in files {
@@ -152,24 +183,28 @@ async fn send_all(
         match joined.context("a transfer task")? {
             Ok(s) => sent.push(s),
             Err(e) => {
-                // One file's failure ends the others: the user reruns the
-                // command, and resumes each where it stopped.
                 tasks.abort_all();
                 first_error.get_or_insert(e);
             }
         }
     }
-    let elapsed = started.elapsed();
-    ticker.abort();
-    let stats = connection.stats();
-    if let Some(error) = first_error {
-        connection.abort(ltx_proto::event::codes::APPLICATION, "the sender stopped");
-        return Err(error);
+    match first_error {
+        Some(error) => Err(error),
+        None => Ok(sent),
     }
-    connection.close().await.context("closing the connection")?;
+}
+
+/// The summary of a finished run: one JSON object, or lines for people.
+fn report(
+    json: bool,
+    server: SocketAddr,
+    sent: &[Sent],
+    stats: &ConnectionStats,
+    elapsed: Duration,
+) {
     let bytes: u64 = sent.iter().map(|s| s.bytes_sent).sum();
     let seconds = elapsed.as_secs_f64();
-    if args.json {
+    if json {
         let files: Vec<_> = sent
             .iter()
             .map(|s| {
@@ -226,7 +261,6 @@ async fn send_all(
             }
         }
     }
-    Ok(())
 }
 
 async fn send_one(

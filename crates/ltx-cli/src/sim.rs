@@ -8,8 +8,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use ltx_cli::live::round;
 use ltx_cli::repair_args::RepairArgs;
+use ltx_cli::settings::transport_for;
 use ltx_presets::Profile;
-use ltx_proto::TransportConfig;
 use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
@@ -79,13 +79,6 @@ pub(crate) struct RunArgs {
     trace: Option<PathBuf>,
 }
 
-/// `profile`'s transport, with the redundancy settings `args` gives.
-fn transport_for(profile: Profile, args: &RunArgs) -> TransportConfig {
-    let mut transport = profile.transport_config();
-    args.repair.apply(&mut transport);
-    transport
-}
-
 /// `ltx sim matrix`.
 #[derive(Debug, Args)]
 pub(crate) struct MatrixArgs {
@@ -150,8 +143,12 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         queue: args.queue,
         ecn: args.ecn,
         trace: args.trace.is_some(),
-        transport: transport_for(args.profile, args),
-        per_flow: args.mix.iter().map(|p| transport_for(*p, args)).collect(),
+        transport: transport_for(args.profile, &args.repair, None)?,
+        per_flow: args
+            .mix
+            .iter()
+            .map(|p| transport_for(*p, &args.repair, None))
+            .collect::<anyhow::Result<_>>()?,
         ..Scenario::default()
     };
     let profiles = flow_profiles(args);

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use ltx_proto::congestion::{ControllerFactory, TolerantConfig};
 use ltx_proto::recovery::{SchemeFactory, SlidingWindowFactory};
-use ltx_proto::RedundancyConfig;
+use ltx_proto::RepairConfig;
 use ltx_proto::TransportConfig;
 
 use crate::congestion::{
@@ -145,9 +145,10 @@ impl Profile {
     /// and its redundancy numbers to their defaults, leaving its other
     /// settings alone.
     pub fn apply(self, config: &mut TransportConfig) {
-        config.congestion = self.controller();
-        config.scheme = self.scheme();
-        config.redundancy = RedundancyConfig::default();
+        config
+            .set_congestion_controller(self.controller())
+            .set_redundancy_scheme(self.scheme());
+        *config.repair_mut() = RepairConfig::default();
     }
 
     /// The default transport configuration with the profile's controller
@@ -222,7 +223,10 @@ mod tests {
         for (profile, name) in Profile::ALL.into_iter().zip(expected) {
             let config = profile.transport_config();
             assert_eq!(
-                config.scheme.build(&config.redundancy, 1024).name(),
+                config
+                    .redundancy_scheme()
+                    .build(config.repair(), 1024)
+                    .name(),
                 name,
                 "{profile}"
             );
@@ -238,8 +242,43 @@ mod tests {
         for (profile, name) in Profile::ALL.into_iter().zip(expected) {
             let config = profile.transport_config();
             assert!(config.validate().is_ok());
-            let controller = config.congestion.build(now, config.max_datagram);
+            let controller = config
+                .congestion_controller()
+                .build(now, config.max_datagram());
             assert_eq!(controller.name(), name, "{profile}");
+        }
+    }
+
+    #[test]
+    fn a_repair_setting_only_the_sliding_window_reads_is_refused_elsewhere() {
+        for profile in Profile::ALL {
+            let mut config = profile.transport_config();
+            assert_eq!(config.validate(), Ok(()), "{profile}");
+            config
+                .repair_mut()
+                .set_tail_residual(0.02)
+                .expect("a valid residual");
+            let sliding = matches!(
+                profile,
+                Profile::Ltx | Profile::Ccp | Profile::NewReno | Profile::Cubic | Profile::Bbr
+            );
+            assert_eq!(config.validate().is_ok(), sliding, "{profile}");
+        }
+    }
+
+    #[test]
+    fn only_ltxs_controller_takes_a_rate_hint() {
+        for profile in Profile::ALL {
+            let mut config = profile.transport_config();
+            config.set_rate_hint(Some(1_000_000)).expect("a valid rate");
+            let refused = matches!(
+                config.validate(),
+                Err(ltx_proto::ConfigError::NoEffect {
+                    setting: ltx_proto::Setting::RateHint,
+                    ..
+                })
+            );
+            assert_eq!(refused, profile != Profile::Ltx, "{profile}");
         }
     }
 }

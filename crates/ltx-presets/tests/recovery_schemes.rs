@@ -13,7 +13,7 @@ use ltx_proto::recovery::{
     Feedback, Horizon, LossEstimate, RedundancyScheme, RepairPlan, RepairRange, RepairReason,
     SlidingWindow,
 };
-use ltx_proto::RedundancyConfig;
+use ltx_proto::RepairConfig;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -141,7 +141,7 @@ enum Fate {
 }
 
 fn blocks(config: BlockConfig) -> Box<dyn RedundancyScheme> {
-    Box::new(BlockScheme::new(config, RedundancyConfig::default()))
+    Box::new(BlockScheme::new(config, RepairConfig::default()))
 }
 
 // ---- Coded TCP (seed 003) ----
@@ -287,7 +287,7 @@ fn lt_tcp_sends_rfec_on_feedback_only_for_a_short_block() {
 // ---- TCP-dFEC (seed 002) ----
 
 fn dfec() -> DfecScheme {
-    DfecScheme::new(DfecConfig::default(), RedundancyConfig::default())
+    DfecScheme::new(DfecConfig::default(), RepairConfig::default())
 }
 
 /// Sends one period (13 groups of 10 at the initial ratio: the first 128
@@ -426,7 +426,7 @@ fn dfec_closes_groups_without_parity_when_the_fec_window_is_full() {
             min_fec_window: 2,
             ..DfecConfig::default()
         },
-        RedundancyConfig::default(),
+        RepairConfig::default(),
     );
     let mut credit = 0.0;
     let mut parities = 0;

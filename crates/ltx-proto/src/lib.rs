@@ -39,7 +39,7 @@ pub mod rtt;
 pub mod wire;
 
 pub use config::{
-    AcceptConfig, ConfigError, RedundancyConfig, RepairSettings, RetryPolicy, TransportConfig,
+    AcceptConfig, ConfigError, RepairConfig, RepairSettings, RetryPolicy, Setting, TransportConfig,
 };
 pub use connection::{
     symbol_size, Connection, ConnectionStats, EcnCodepoint, ReadOutcome, StreamError, Transmit,

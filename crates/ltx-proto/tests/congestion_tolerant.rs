@@ -37,9 +37,23 @@ struct Trace {
 /// allow; ACKs return one propagation RTT after the bottleneck served the
 /// packet, so they come back spaced at the bottleneck rate.
 fn run(path: &PathModel, config: &TolerantConfig, duration: Duration, seed: u64) -> Trace {
+    run_hinted(path, config, None, duration, seed)
+}
+
+/// [`run`], with the path's rate given to the controller as known.
+fn run_hinted(
+    path: &PathModel,
+    config: &TolerantConfig,
+    rate_hint: Option<u64>,
+    duration: Duration,
+    seed: u64,
+) -> Trace {
     let epoch = Instant::now();
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut cc = Tolerant::new(Arc::new(config.clone()), epoch, MTU);
+    if let Some(rate) = rate_hint {
+        cc.on_rate_hint(epoch, rate);
+    }
     let mut rtt = RttEstimator::new(Duration::from_millis(333));
     let mut pacer = Pacer::new(MTU);
     // (arrival of the ACK or of the loss report, sent, lost)
@@ -153,9 +167,10 @@ fn startup_reaches_the_bdp_within_three_rtts() {
 }
 
 /// When the window first reaches 0.8 × BDP.
-fn time_to_bdp(path: &PathModel, config: &TolerantConfig, seed: u64) -> Duration {
+fn time_to_bdp(path: &PathModel, rate_hint: Option<u64>, seed: u64) -> Duration {
     let bdp = path.rate * path.rtt_min.as_secs_f64();
-    run(path, config, Duration::from_secs(6), seed)
+    let config = TolerantConfig::default();
+    run_hinted(path, &config, rate_hint, Duration::from_secs(6), seed)
         .windows
         .iter()
         .find(|(_, w)| *w as f64 >= 0.8 * bdp)
@@ -166,10 +181,8 @@ fn time_to_bdp(path: &PathModel, config: &TolerantConfig, seed: u64) -> Duration
 fn a_rate_hint_fills_the_path_from_the_first_flight_and_without_it_after_the_first_acks() {
     for (loss, seed) in [(0.0, 11u64), (0.1, 12), (0.3, 13)] {
         let path = long_fat(loss);
-        let mut hinted = TolerantConfig::default();
-        hinted.rate_hint(Some(path.rate as u64));
-        let with_hint = time_to_bdp(&path, &hinted, seed);
-        let without = time_to_bdp(&path, &TolerantConfig::default(), seed);
+        let with_hint = time_to_bdp(&path, Some(path.rate as u64), seed);
+        let without = time_to_bdp(&path, None, seed);
         // Before any acknowledgement can return, only the hint (and the
         // handshake's RTT sample) can size the window.
         assert!(

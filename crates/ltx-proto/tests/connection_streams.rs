@@ -199,9 +199,10 @@ fn zero_bytes_at_symbol_ends_arrive_as_sent() {
 
 #[test]
 fn a_full_send_buffer_takes_part_and_signals_room() {
-    let config = TransportConfig {
-        send_buffer: 10_000,
-        ..TransportConfig::default()
+    let config = {
+        let mut config = TransportConfig::default();
+        config.set_send_buffer(10_000);
+        config
     };
     let mut pair = Pair::new(config, TransportConfig::default());
     pair.connect();
@@ -216,9 +217,10 @@ fn a_full_send_buffer_takes_part_and_signals_room() {
 #[test]
 fn stream_flow_control_holds_the_sender_until_the_reader_reads() {
     let window = 64 * 1024;
-    let server = TransportConfig {
-        stream_receive_window: window,
-        ..TransportConfig::default()
+    let server = {
+        let mut config = TransportConfig::default();
+        config.set_stream_receive_window(window);
+        config
     };
     let mut pair = Pair::new(TransportConfig::default(), server);
     pair.connect();
@@ -309,9 +311,10 @@ fn writing_after_finish_is_refused() {
 
 #[test]
 fn the_stream_limit_is_the_peers() {
-    let server = TransportConfig {
-        max_streams: 2,
-        ..TransportConfig::default()
+    let server = {
+        let mut config = TransportConfig::default();
+        config.set_max_streams(2);
+        config
     };
     let mut pair = Pair::new(TransportConfig::default(), server);
     pair.connect();
@@ -374,9 +377,12 @@ fn abort_tells_the_peer_why() {
 
 #[test]
 fn a_silent_peer_times_out() {
-    let config = TransportConfig {
-        idle_timeout: Duration::from_secs(5),
-        ..TransportConfig::default()
+    let config = {
+        let mut config = TransportConfig::default();
+        config
+            .set_idle_timeout(Duration::from_secs(5))
+            .expect("a valid idle timeout");
+        config
     };
     let mut pair = Pair::new(config.clone(), config);
     pair.connect();
@@ -411,9 +417,12 @@ fn a_silent_peer_times_out() {
 
 #[test]
 fn a_client_that_hears_nothing_reports_a_handshake_timeout() {
-    let config = TransportConfig {
-        idle_timeout: Duration::from_secs(3),
-        ..TransportConfig::default()
+    let config = {
+        let mut config = TransportConfig::default();
+        config
+            .set_idle_timeout(Duration::from_secs(3))
+            .expect("a valid idle timeout");
+        config
     };
     let mut client = Connection::client(config, Instant::now(), 9).unwrap();
     let mut now = Instant::now();
@@ -448,10 +457,13 @@ fn streams_cannot_be_used_before_the_handshake() {
 fn keep_alive_holds_a_quiet_connection_open() {
     // Nothing to send for a minute, an idle timeout of 10 s: pings every
     // 3 s keep both ends alive; without them both would have closed.
-    let config = TransportConfig {
-        idle_timeout: Duration::from_secs(10),
-        keep_alive: Some(Duration::from_secs(3)),
-        ..TransportConfig::default()
+    let config = {
+        let mut config = TransportConfig::default();
+        config
+            .set_idle_timeout(Duration::from_secs(10))
+            .expect("a valid idle timeout")
+            .set_keep_alive(Some(Duration::from_secs(3)));
+        config
     };
     let mut pair = Pair::new(config.clone(), config);
     pair.connect();

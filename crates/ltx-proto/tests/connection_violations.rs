@@ -97,11 +97,12 @@ fn repair(window: Window, data: &[u8]) -> Frame<'_> {
 
 #[test]
 fn a_repair_over_symbols_beyond_the_announced_window_closes_the_connection() {
-    let config = TransportConfig {
-        max_window: 1000,
-        ..TransportConfig::default()
+    let config = {
+        let mut config = TransportConfig::default();
+        config.set_max_window(1000).expect("a valid max window");
+        config
     };
-    let data = vec![0x5a; symbol_size(config.max_datagram)];
+    let data = vec![0x5a; symbol_size(config.max_datagram())];
     // Nothing decoded yet: the client may send symbols 0 to 999.
     let (_, mut server, now) = established(config.clone());
     let inside = sealed(&server, 100, repair(Window::new(SymbolId(990), 10), &data));
@@ -119,9 +120,10 @@ fn a_repair_over_symbols_beyond_the_announced_window_closes_the_connection() {
 
 #[test]
 fn a_source_symbol_beyond_the_announced_window_closes_the_connection() {
-    let config = TransportConfig {
-        max_window: 1000,
-        ..TransportConfig::default()
+    let config = {
+        let mut config = TransportConfig::default();
+        config.set_max_window(1000).expect("a valid max window");
+        config
     };
     let source = |id| {
         Frame::Source(SourceFrame {
@@ -159,9 +161,10 @@ fn stream_symbol(offset: u64, len: usize) -> Vec<u8> {
 
 #[test]
 fn stream_data_beyond_the_flow_control_limit_closes_the_connection() {
-    let config = TransportConfig {
-        stream_receive_window: 10_000,
-        ..TransportConfig::default()
+    let config = {
+        let mut config = TransportConfig::default();
+        config.set_stream_receive_window(10_000);
+        config
     };
     let (_, mut server, now) = established(config.clone());
     let to_the_limit = stream_symbol(9_000, 1_000);

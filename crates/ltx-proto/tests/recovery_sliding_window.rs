@@ -8,7 +8,7 @@ use ltx_proto::recovery::{
     Feedback, Flight, Horizon, LossEstimate, RepairRange, RepairReason, SchemeFactory,
     SlidingWindow, SlidingWindowFactory,
 };
-use ltx_proto::RedundancyConfig;
+use ltx_proto::RepairConfig;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -111,10 +111,12 @@ fn bursty_loss_widens_blocks_and_leaves_spans_to_feedback() {
 
 #[test]
 fn reactive_repairs_cover_the_deficit() {
-    let policy = SlidingWindow::new(RedundancyConfig {
-        reactive_margin: 0.1,
-        reactive_extra: 1,
-        ..RedundancyConfig::default()
+    let policy = SlidingWindow::new({
+        let mut repair = RepairConfig::default();
+        repair
+            .set_reactive_margin(0.1, 1)
+            .expect("a valid reactive margin");
+        repair
     });
     let est = iid(0.2);
     // 10 missing, none in flight: ceil(10 · 1.1 / 0.8) + 1 = 15.
@@ -191,7 +193,7 @@ fn monte_carlo_tail_covers_the_last_symbols() {
 /// 600 ms and 20 % loss, 7 % at 5 %).
 #[test]
 fn monte_carlo_residual_near_target() {
-    let config = RedundancyConfig::default();
+    let config = RepairConfig::default();
     let policy = SlidingWindow::new(config);
     for (i, p) in [0.05, 0.2].into_iter().enumerate() {
         let seed = 0x3C00 + i as u64;
@@ -220,7 +222,7 @@ fn monte_carlo_residual_near_target() {
 /// default price: 67 % at 5 % loss, 95 % at 20 %).
 #[test]
 fn monte_carlo_residual_on_a_short_path() {
-    let config = RedundancyConfig::default();
+    let config = RepairConfig::default();
     let policy = SlidingWindow::new(config);
     let short = Horizon {
         span: 256,
@@ -270,7 +272,7 @@ fn range(oldest: u64, next: u64) -> RepairRange {
 
 #[test]
 fn the_default_scheme_is_the_sliding_window_policy() {
-    let mut scheme = SlidingWindowFactory.build(&RedundancyConfig::default(), 16_384);
+    let mut scheme = SlidingWindowFactory.build(&RepairConfig::default(), 16_384);
     assert_eq!(scheme.name(), "sliding-window");
     let estimate = iid(0.2);
     let ratio = SlidingWindow::default().proactive_ratio_for(&estimate, &HORIZON);
@@ -308,7 +310,7 @@ fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
     // 20 ms, a cheap round trip (240 ms and less): 10 / 0.8 = 12.5, to the
     // nearest, and each repair reaches the newest symbol sent, since the
     // count is for the flight's losses too.
-    let mut scheme = SlidingWindowFactory.build(&RedundancyConfig::default(), 16_384);
+    let mut scheme = SlidingWindowFactory.build(&RepairConfig::default(), 16_384);
     assert_eq!(scheme.reactive_repairs(&covered(20), &estimate), 13);
     assert!(scheme.answer_reaches_flight(&covered(20)));
     let reaching = RepairRange {

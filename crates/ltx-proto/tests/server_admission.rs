@@ -559,7 +559,7 @@ fn a_thousand_spoofed_handshakes_leave_the_server_bounded_and_a_client_connects(
     assert!(server.connections.len() <= threshold + 1);
 
     // The half-open connections time out, and with them all their state.
-    let end = now + TransportConfig::default().idle_timeout + Duration::from_secs(1);
+    let end = now + TransportConfig::default().idle_timeout() + Duration::from_secs(1);
     while let Some(next) = server.next_timeout().filter(|t| *t <= end) {
         now = next.max(now);
         server.poll(now);

@@ -211,7 +211,7 @@ impl Scenario {
         // packet), the symbol, the 4-byte checksum. The symbol spends 6
         // bytes on its STREAM frame header (type, stream id, 4-byte
         // offset; it runs to the end of the symbol).
-        let datagram = u64::from(self.transport.max_datagram);
+        let datagram = u64::from(self.transport.max_datagram());
         let bdp_bytes = self.rate_bps as u128 * self.rtt.as_micros() / 8_000_000;
         let unacked = (2 * bdp_bytes / u128::from(datagram)).clamp(1, 1 << 40) as u64;
         let far = 1 << 41;
@@ -226,7 +226,7 @@ impl Scenario {
         );
         let header = 5.0 + number.len() as f64;
         let source_frame = 1.0 + id.len() as f64;
-        let symbol = ltx_proto::symbol_size(self.transport.max_datagram) as f64;
+        let symbol = self.transport.symbol_size() as f64;
         (symbol - 6.0) / (symbol + header + source_frame + 4.0)
     }
 
@@ -281,7 +281,7 @@ impl Scenario {
         let mut pairs = Vec::new();
         for flow in 0..self.flows as u64 {
             let mut transport = self.transport_of(flow as usize).clone();
-            transport.trace = true;
+            transport.set_trace(true);
             let seed = self.seed.wrapping_mul(1000).wrapping_add(flow);
             let client = Connection::client(transport.clone(), epoch, seed)?;
             let server = Connection::server(transport.clone(), epoch, seed ^ 0xa5a5)?;

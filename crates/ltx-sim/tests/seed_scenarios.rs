@@ -122,7 +122,11 @@ fn a_short_lossy_path_wastes_few_repairs_on_answers() {
             seed,
             ..long_delay(p, 1.0)
         };
-        scenario.transport.redundancy.cheap_answer_quantile = quantile;
+        scenario
+            .transport
+            .repair_mut()
+            .set_cheap_answer_quantile(quantile)
+            .expect("a valid quantile");
         scenario
     };
     let mut overheads = Vec::new();
@@ -193,7 +197,11 @@ fn a_bursty_transfer_ends_on_its_tail_not_a_round_trip_later() {
             seed,
             ..long_delay(0.2, 10.0)
         };
-        scenario.transport.redundancy.tail_residual = tail_residual;
+        scenario
+            .transport
+            .repair_mut()
+            .set_tail_residual(tail_residual)
+            .expect("a valid tail residual");
         scenario
     };
     let (mut faster, mut overheads, mut tens) = (0, Vec::new(), Vec::new());

@@ -92,7 +92,7 @@ fn a_run_is_a_pure_function_of_its_seed() {
 
 #[test]
 fn draws_cover_the_ranges_of_the_issue() {
-    let symbol = ltx_proto::symbol_size(ltx_proto::TransportConfig::default().max_datagram) as u64;
+    let symbol = ltx_proto::TransportConfig::default().symbol_size() as u64;
     let cases: Vec<SoakCase> = (0..20_000).map(SoakCase::draw).collect();
     let directions = || cases.iter().flat_map(|c| [&c.forward, &c.reverse]);
     for d in directions() {
@@ -147,7 +147,7 @@ fn a_path_down_for_longer_than_the_idle_time_out_ends_in_an_error() {
     // time-out: the handshake cannot complete, and the client must give up
     // with a reason rather than wait for ever.
     let mut case = SoakCase::draw(7);
-    let down = case.transport.idle_timeout * 2;
+    let down = case.transport.idle_timeout() * 2;
     let outage = Outage {
         start: Duration::ZERO,
         end: down,

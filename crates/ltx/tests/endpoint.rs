@@ -215,9 +215,12 @@ async fn connecting_where_nobody_answers_fails_with_a_handshake_timeout() {
         // A bound socket that never answers.
         let silent = std::net::UdpSocket::bind(loopback()).expect("bind");
         let mut config = EndpointConfig::client();
-        config.transport = TransportConfig {
-            idle_timeout: Duration::from_secs(1),
-            ..TransportConfig::default()
+        config.transport = {
+            let mut config = TransportConfig::default();
+            config
+                .set_idle_timeout(Duration::from_secs(1))
+                .expect("a valid idle timeout");
+            config
         };
         let client = Endpoint::bind(loopback(), config).expect("bind");
         let error = client
@@ -237,7 +240,10 @@ async fn a_client_only_endpoint_takes_no_connections() {
         let not_a_server = Endpoint::bind(loopback(), EndpointConfig::client()).expect("bind");
         assert!(not_a_server.accept().await.is_none());
         let mut config = EndpointConfig::client();
-        config.transport.idle_timeout = Duration::from_millis(500);
+        config
+            .transport
+            .set_idle_timeout(Duration::from_millis(500))
+            .expect("a valid idle timeout");
         let client = Endpoint::bind(loopback(), config).expect("bind");
         let error = client
             .connect(

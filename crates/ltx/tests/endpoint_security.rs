@@ -102,9 +102,12 @@ fn pattern(len: usize) -> Vec<u8> {
 fn quick_client(security: Security) -> EndpointConfig {
     EndpointConfig {
         security,
-        transport: TransportConfig {
-            idle_timeout: Duration::from_secs(1),
-            ..TransportConfig::default()
+        transport: {
+            let mut config = TransportConfig::default();
+            config
+                .set_idle_timeout(Duration::from_secs(1))
+                .expect("a valid idle timeout");
+            config
         },
         ..EndpointConfig::client()
     }

@@ -9,7 +9,6 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use ltx::{Endpoint, EndpointConfig, Security, SecurityConfig, StaticKeypair};
-use ltx_cli::live;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::super::payload::{Pattern, Verifier};
@@ -77,9 +76,10 @@ pub(super) async fn send(
     pattern: &Pattern,
 ) -> anyhow::Result<ClientReport> {
     let mut config = EndpointConfig::client();
-    if let Some(rate) = rate_hint {
-        config.transport.congestion = live::hinted_controller(rate);
-    }
+    config
+        .transport
+        .set_rate_hint(rate_hint.map(|bps| (bps / 8).max(1)))
+        .context("the rate hint")?;
     let local = if connect.is_ipv4() {
         SocketAddr::from(([0, 0, 0, 0], 0))
     } else {

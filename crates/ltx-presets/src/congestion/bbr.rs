@@ -85,6 +85,10 @@ impl ControllerFactory for BbrConfig {
     fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller> {
         Box::new(Bbr::new(self, now, max_datagram))
     }
+
+    fn name(&self) -> &'static str {
+        "bbr"
+    }
 }
 
 /// BBR's state machine.

@@ -98,6 +98,10 @@ impl ControllerFactory for CcpConfig {
     fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller> {
         Box::new(Ccp::new(self, now, max_datagram))
     }
+
+    fn name(&self) -> &'static str {
+        "ccp"
+    }
 }
 
 /// The CCP controller.

@@ -36,6 +36,10 @@ impl ControllerFactory for CodedTcpConfig {
     fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller> {
         Box::new(CodedTcp::new(*self, now, max_datagram))
     }
+
+    fn name(&self) -> &'static str {
+        "ctcp"
+    }
 }
 
 /// Seed 003's window: slow start, additive increase, and the back-off

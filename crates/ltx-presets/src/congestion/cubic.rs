@@ -52,6 +52,10 @@ impl ControllerFactory for CubicConfig {
     fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller> {
         Box::new(Cubic::new(self, now, max_datagram))
     }
+
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
 }
 
 /// The CUBIC controller.

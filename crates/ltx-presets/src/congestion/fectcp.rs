@@ -89,6 +89,10 @@ impl ControllerFactory for FectcpConfig {
     fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller> {
         Box::new(Fectcp::new(self, now, max_datagram))
     }
+
+    fn name(&self) -> &'static str {
+        "fectcp"
+    }
 }
 
 /// The FECTCP controller.

@@ -51,6 +51,10 @@ impl ControllerFactory for LtTcpConfig {
             answer_congestion_loss: self.answer_congestion_loss,
         })
     }
+
+    fn name(&self) -> &'static str {
+        "lt-tcp"
+    }
 }
 
 /// The LT-TCP controller: a TCP window that ECN CE marks halve and

@@ -45,6 +45,10 @@ impl ControllerFactory for NewRenoConfig {
     fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller> {
         Box::new(NewReno::new(self, now, max_datagram))
     }
+
+    fn name(&self) -> &'static str {
+        "newreno"
+    }
 }
 
 /// The NewReno controller: slow start, one datagram per window in

@@ -43,7 +43,7 @@ use ltx_proto::recovery::{
     window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason,
 };
 use ltx_proto::recovery::{LossEstimate, RedundancyScheme, SchemeFactory, SlidingWindow};
-use ltx_proto::RedundancyConfig;
+use ltx_proto::{RepairConfig, Setting};
 
 /// How a block's proactive repairs are sized from the loss estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -87,8 +87,22 @@ impl BlockConfig {
 }
 
 impl SchemeFactory for BlockConfig {
-    fn build(&self, redundancy: &RedundancyConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
+    fn build(&self, redundancy: &RepairConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
         Box::new(BlockScheme::new(*self, *redundancy))
+    }
+
+    fn name(&self) -> &'static str {
+        "blocks"
+    }
+
+    /// The reactive margins and the ratio's cap; the fixed windows'
+    /// residual where blocks are sized for a quantile (LT-TCP's).
+    fn reads(&self, setting: Setting) -> bool {
+        match setting {
+            Setting::TargetResidual => self.provisioning == Provisioning::Quantile,
+            Setting::MaxRatio | Setting::ReactiveMargin => true,
+            _ => false,
+        }
     }
 }
 
@@ -129,7 +143,7 @@ pub struct BlockScheme {
 impl BlockScheme {
     /// A block scheme; `redundancy` supplies the target residual, the cap on
     /// the ratio and the reactive margin.
-    pub fn new(config: BlockConfig, redundancy: RedundancyConfig) -> BlockScheme {
+    pub fn new(config: BlockConfig, redundancy: RepairConfig) -> BlockScheme {
         BlockScheme {
             config: BlockConfig {
                 source: config.source.max(1),
@@ -172,7 +186,7 @@ impl BlockScheme {
                     return 0.0;
                 }
                 let p = p.min(0.95);
-                (p / (1.0 - p)).min(self.policy.config().max_ratio.max(0.0))
+                (p / (1.0 - p)).min(self.policy.config().max_ratio().max(0.0))
             }
             Provisioning::Quantile => self.policy.proactive_ratio_over(estimate, self.block_len()),
         }

@@ -43,7 +43,7 @@ use ltx_coding::{SymbolId, Window};
 
 use ltx_proto::recovery::{gap_window, Feedback, Horizon, RepairPlan, RepairRange, RepairReason};
 use ltx_proto::recovery::{LossEstimate, RedundancyScheme, SchemeFactory, SlidingWindow};
-use ltx_proto::RedundancyConfig;
+use ltx_proto::{RepairConfig, Setting};
 
 /// The configuration of a [`DfecScheme`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,8 +85,18 @@ impl Default for DfecConfig {
 }
 
 impl SchemeFactory for DfecConfig {
-    fn build(&self, redundancy: &RedundancyConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
+    fn build(&self, redundancy: &RepairConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
         Box::new(DfecScheme::new(*self, *redundancy))
+    }
+
+    fn name(&self) -> &'static str {
+        "dfec"
+    }
+
+    /// The reactive margins of the answers that make up what XOR misses;
+    /// its own ratio is steered by [`DfecConfig`].
+    fn reads(&self, setting: Setting) -> bool {
+        setting == Setting::ReactiveMargin
     }
 }
 
@@ -160,7 +170,7 @@ pub struct DfecScheme {
 
 impl DfecScheme {
     /// A TCP-dFEC scheme; `redundancy` configures its reactive answer.
-    pub fn new(config: DfecConfig, redundancy: RedundancyConfig) -> DfecScheme {
+    pub fn new(config: DfecConfig, redundancy: RepairConfig) -> DfecScheme {
         DfecScheme {
             config,
             policy: SlidingWindow::new(redundancy),

@@ -52,7 +52,7 @@ use ltx_proto::recovery::{
     window_between, Feedback, Horizon, RepairPlan, RepairRange, RepairReason,
 };
 use ltx_proto::recovery::{LossEstimate, RedundancyScheme, SchemeFactory};
-use ltx_proto::RedundancyConfig;
+use ltx_proto::RepairConfig;
 
 /// Repairs owed at the tail of a block: more than any window holds, so that
 /// the sender sends repairs until BACK, as the congestion window allows.
@@ -67,8 +67,12 @@ pub struct WholeBlockConfig {
 }
 
 impl SchemeFactory for WholeBlockConfig {
-    fn build(&self, _redundancy: &RedundancyConfig, peer_window: u16) -> Box<dyn RedundancyScheme> {
+    fn build(&self, _redundancy: &RepairConfig, peer_window: u16) -> Box<dyn RedundancyScheme> {
         Box::new(WholeBlockScheme::new(*self, peer_window))
+    }
+
+    fn name(&self) -> &'static str {
+        "whole-block"
     }
 }
 

@@ -1,10 +1,12 @@
-//! How a connection is sized and which policies it runs.
+//! How a connection is sized and which policies it runs: every default,
+//! and every check of a value, in one place.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::RedundancyConfig;
+use super::error::{ConfigError, Setting};
+use super::repair::{RepairConfig, REPAIR_SETTINGS};
 use crate::congestion::{ControllerFactory, TolerantConfig};
 use crate::recovery::{SchemeFactory, SlidingWindowFactory};
 
@@ -14,84 +16,45 @@ use crate::recovery::{SchemeFactory, SlidingWindowFactory};
 /// round trip the receiver may decode a whole window's worth.
 pub(crate) const DECODER_HISTORY: u16 = 8192;
 
+/// The smallest datagram every path must carry, in bytes.
+pub const MIN_DATAGRAM: u16 = 1200;
+
 /// The settings of one connection: sizes, limits, timers and the policies
-/// (congestion controller, redundancy) it runs.
+/// (congestion controller, redundancy scheme) it runs.
 ///
-/// Memory per connection is bounded by these numbers, whatever the peer
-/// sends (a peer that goes past one is closed with a protocol violation):
-/// - the sender holds at most `max_window` unacknowledged symbols of
-///   `symbol_size` bytes (its encoder ring) plus `send_buffer` bytes per
-///   stream;
-/// - the receiver's decoder holds `max_window + 8192` symbols (allocated on
-///   the first symbol: at the defaults 24 576 × 1352 bytes, about 33 MB),
-///   and its pending repair equations are bounded by the same window (it
-///   keeps them reduced, one per unknown symbol at most, and drops the
-///   redundant ones); symbols beyond the window it announced are refused;
-/// - reassembly holds at most `stream_receive_window` bytes per stream and
-///   `receive_window` bytes in all waiting to be read, and at most
-///   `max_streams` streams opened by the peer.
+/// Start from [`TransportConfig::default`] (or a preset's configuration),
+/// then change what you need through the setters; each documents its
+/// default and checks its value. [`validate`](Self::validate) refuses a
+/// changed setting that the chosen controller or scheme does not read, so
+/// that nothing is silently ignored; a connection validates its
+/// configuration when it is made.
 ///
-/// A server bounds the number of connections with
-/// [`AcceptConfig`](super::AcceptConfig) and its driver's total; one that takes many clients
-/// should lower `max_window` (the decoder dominates) or the count.
+/// Memory per connection is bounded by these numbers whatever the peer
+/// sends: the sender holds at most `max_window` unacknowledged symbols plus
+/// `send_buffer` bytes per stream; the receiver's decoder holds
+/// `max_window + 8192` symbols (about 33 MB at the defaults); reassembly
+/// holds at most `stream_receive_window` bytes per stream and
+/// `receive_window` in all. A server that takes many clients should lower
+/// `max_window` (the decoder dominates) or bound their number with
+/// [`AcceptConfig`](super::AcceptConfig).
 #[derive(Clone)]
 pub struct TransportConfig {
-    /// Largest UDP payload sent, in bytes (≥ 1200). Symbols are sized so a
-    /// packet with a symbol, its headers and a 16-byte authentication tag
-    /// fits.
-    pub max_datagram: u16,
-    /// Most source symbols the peer may send beyond the first one this end
-    /// has not decoded: the decoding window, 1 to 57 343 (the decoder keeps
-    /// 8192 symbols of history on top, within 65 535). Default: 16 384,
-    /// about 22 MB of data, a bandwidth-delay product of 300 Mbit/s over a
-    /// 600 ms path; it also bounds the pending repair equations.
-    pub max_window: u16,
-    /// Bytes in all streams the peer may send beyond what the application
-    /// has read (connection flow control). Default: 64 MiB, more than the
-    /// decoding window carries, so that a slow reader, not the window,
-    /// holds the sender back.
-    pub receive_window: u64,
-    /// Bytes per stream the peer may send beyond what the application has
-    /// read (stream flow control): the reassembly buffer of one stream.
-    /// Default: 32 MiB, half the connection's, so that one stalled stream
-    /// leaves room for the others.
-    pub stream_receive_window: u64,
-    /// Bytes a stream buffers from the application before they are put in
-    /// symbols; `write` accepts no more until they are sent.
-    pub send_buffer: u64,
-    /// Streams the peer may open; more close the connection. Default: 256,
-    /// each costing its buffers only while it holds data.
-    pub max_streams: u64,
-    /// The connection closes when nothing has been received for this long.
-    pub idle_timeout: Duration,
-    /// Sends a ping when nothing has been sent for this long (keeps NAT
-    /// bindings and the peer's idle timer alive); `None` sends none.
-    pub keep_alive: Option<Duration>,
-    /// RTT assumed before the first sample.
-    pub initial_rtt: Duration,
-    /// Longest the receiver waits before acknowledging.
-    pub max_ack_delay: Duration,
-    /// Ack-eliciting packets received before an acknowledgement is sent at
-    /// once.
-    pub ack_frequency: u32,
-    /// Widest window, in symbols, a proactive repair symbol covers. The
-    /// span follows the symbols a round trip carries, from 256 (or this, if
-    /// smaller) up to this (default 256): a wider span needs a thinner
-    /// margin for the same residual, and costs each repair's encoding and
-    /// decoding in proportion. At 1024, a 10 MB transfer over 50 Mbit/s,
-    /// 600 ms and 50 % loss took 1.4 s of CPU in the simulator against
-    /// 0.7 s at 256, for a margin 1 to 2 % thinner.
-    pub max_repair_span: u16,
-    /// The numbers the redundancy scheme spends (residuals, the price of
-    /// waiting, margins).
-    pub redundancy: RedundancyConfig,
-    /// The redundancy scheme: ltx's sliding window by default.
-    pub scheme: Arc<dyn SchemeFactory>,
-    /// The congestion controller.
-    pub congestion: Arc<dyn ControllerFactory>,
-    /// Whether to emit trace events (packets, symbols, metrics) through
-    /// `poll_event`; off by default, since each costs an allocation.
-    pub trace: bool,
+    pub(crate) max_datagram: u16,
+    pub(crate) max_window: u16,
+    pub(crate) receive_window: u64,
+    pub(crate) stream_receive_window: u64,
+    pub(crate) send_buffer: u64,
+    pub(crate) max_streams: u64,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) keep_alive: Option<Duration>,
+    pub(crate) initial_rtt: Duration,
+    pub(crate) max_ack_delay: Duration,
+    pub(crate) ack_frequency: u32,
+    pub(crate) repair: RepairConfig,
+    pub(crate) scheme: Arc<dyn SchemeFactory>,
+    pub(crate) congestion: Arc<dyn ControllerFactory>,
+    pub(crate) rate_hint: Option<u64>,
+    pub(crate) trace: bool,
 }
 
 impl Default for TransportConfig {
@@ -108,10 +71,10 @@ impl Default for TransportConfig {
             initial_rtt: Duration::from_millis(333),
             max_ack_delay: Duration::from_millis(25),
             ack_frequency: 2,
-            max_repair_span: 256,
-            redundancy: RedundancyConfig::default(),
+            repair: RepairConfig::default(),
             scheme: Arc::new(SlidingWindowFactory),
             congestion: Arc::new(TolerantConfig::default()),
+            rate_hint: None,
             trace: false,
         }
     }
@@ -128,9 +91,273 @@ impl fmt::Debug for TransportConfig {
             .field("max_streams", &self.max_streams)
             .field("idle_timeout", &self.idle_timeout)
             .field("keep_alive", &self.keep_alive)
+            .field("repair", &self.repair)
             .field("scheme", &self.scheme)
             .field("congestion", &self.congestion)
+            .field("rate_hint", &self.rate_hint)
             .finish_non_exhaustive()
+    }
+}
+
+impl TransportConfig {
+    /// The largest UDP payload sent, bytes. Default 1400.
+    pub fn max_datagram(&self) -> u16 {
+        self.max_datagram
+    }
+
+    /// Sets [`max_datagram`](Self::max_datagram): at least
+    /// [`MIN_DATAGRAM`]. Symbols are sized so that a packet with a symbol,
+    /// its headers and a 16-byte authentication tag fits.
+    pub fn set_max_datagram(&mut self, bytes: u16) -> Result<&mut Self, ConfigError> {
+        if bytes < MIN_DATAGRAM {
+            return Err(ConfigError::out_of_range(
+                Setting::MaxDatagram,
+                bytes,
+                "1200 to 65535 bytes",
+            ));
+        }
+        self.max_datagram = bytes;
+        Ok(self)
+    }
+
+    /// The symbol size a connection with this configuration uses at most
+    /// (both ends use the one for the smaller of their datagram sizes).
+    pub fn symbol_size(&self) -> usize {
+        crate::connection::symbol_size(self.max_datagram)
+    }
+
+    /// The decoding window: source symbols the peer may send beyond the
+    /// first one this end has not decoded. Default 16 384, about 22 MB, a
+    /// bandwidth-delay product of 300 Mbit/s over 600 ms; it also bounds
+    /// the pending repair equations.
+    pub fn max_window(&self) -> u16 {
+        self.max_window
+    }
+
+    /// Sets [`max_window`](Self::max_window): 1 to 57 343 (the decoder keeps
+    /// 8192 symbols of history on top, within 65 535).
+    pub fn set_max_window(&mut self, symbols: u16) -> Result<&mut Self, ConfigError> {
+        if symbols == 0 || symbols > u16::MAX - DECODER_HISTORY {
+            return Err(ConfigError::out_of_range(
+                Setting::MaxWindow,
+                symbols,
+                "1 to 57343 symbols",
+            ));
+        }
+        self.max_window = symbols;
+        Ok(self)
+    }
+
+    /// Bytes in all streams the peer may send beyond what the application
+    /// has read (connection flow control). Default 64 MiB, more than the
+    /// decoding window carries, so that a slow reader, not the window,
+    /// holds the sender back.
+    pub fn receive_window(&self) -> u64 {
+        self.receive_window
+    }
+
+    /// Sets [`receive_window`](Self::receive_window).
+    pub fn set_receive_window(&mut self, bytes: u64) -> &mut Self {
+        self.receive_window = bytes;
+        self
+    }
+
+    /// Bytes per stream the peer may send beyond what the application has
+    /// read: one stream's reassembly buffer. Default 32 MiB, half the
+    /// connection's, so that one stalled stream leaves room for the others.
+    pub fn stream_receive_window(&self) -> u64 {
+        self.stream_receive_window
+    }
+
+    /// Sets [`stream_receive_window`](Self::stream_receive_window).
+    pub fn set_stream_receive_window(&mut self, bytes: u64) -> &mut Self {
+        self.stream_receive_window = bytes;
+        self
+    }
+
+    /// Bytes a stream buffers from the application before they are put in
+    /// symbols; `write` takes no more until they are sent. Default 4 MiB.
+    pub fn send_buffer(&self) -> u64 {
+        self.send_buffer
+    }
+
+    /// Sets [`send_buffer`](Self::send_buffer).
+    pub fn set_send_buffer(&mut self, bytes: u64) -> &mut Self {
+        self.send_buffer = bytes;
+        self
+    }
+
+    /// Streams the peer may open; more close the connection. Default 256,
+    /// each costing its buffers only while it holds data.
+    pub fn max_streams(&self) -> u64 {
+        self.max_streams
+    }
+
+    /// Sets [`max_streams`](Self::max_streams).
+    pub fn set_max_streams(&mut self, streams: u64) -> &mut Self {
+        self.max_streams = streams;
+        self
+    }
+
+    /// The connection closes when nothing has been received for this long,
+    /// the handshake included. Default 30 s.
+    pub fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
+    }
+
+    /// Sets [`idle_timeout`](Self::idle_timeout): above zero.
+    pub fn set_idle_timeout(&mut self, timeout: Duration) -> Result<&mut Self, ConfigError> {
+        if timeout.is_zero() {
+            return Err(ConfigError::out_of_range(
+                Setting::IdleTimeout,
+                "0s",
+                "durations above zero",
+            ));
+        }
+        self.idle_timeout = timeout;
+        Ok(self)
+    }
+
+    /// A ping is sent when nothing has been sent for this long (keeps NAT
+    /// bindings and the peer's idle timer alive); `None` sends none, the
+    /// default.
+    pub fn keep_alive(&self) -> Option<Duration> {
+        self.keep_alive
+    }
+
+    /// Sets [`keep_alive`](Self::keep_alive).
+    pub fn set_keep_alive(&mut self, interval: Option<Duration>) -> &mut Self {
+        self.keep_alive = interval;
+        self
+    }
+
+    /// The round trip assumed before the first sample. Default 333 ms
+    /// (RFC 9002's).
+    pub fn initial_rtt(&self) -> Duration {
+        self.initial_rtt
+    }
+
+    /// Sets [`initial_rtt`](Self::initial_rtt).
+    pub fn set_initial_rtt(&mut self, rtt: Duration) -> &mut Self {
+        self.initial_rtt = rtt;
+        self
+    }
+
+    /// The longest the receiver waits before acknowledging. Default 25 ms.
+    pub fn max_ack_delay(&self) -> Duration {
+        self.max_ack_delay
+    }
+
+    /// Sets [`max_ack_delay`](Self::max_ack_delay).
+    pub fn set_max_ack_delay(&mut self, delay: Duration) -> &mut Self {
+        self.max_ack_delay = delay;
+        self
+    }
+
+    /// Ack-eliciting packets received before an acknowledgement goes out at
+    /// once. Default 2.
+    pub fn ack_frequency(&self) -> u32 {
+        self.ack_frequency
+    }
+
+    /// Sets [`ack_frequency`](Self::ack_frequency).
+    pub fn set_ack_frequency(&mut self, packets: u32) -> &mut Self {
+        self.ack_frequency = packets;
+        self
+    }
+
+    /// The numbers the redundancy scheme spends.
+    pub fn repair(&self) -> &RepairConfig {
+        &self.repair
+    }
+
+    /// The numbers the redundancy scheme spends, to change (each setter of
+    /// [`RepairConfig`] checks its value).
+    pub fn repair_mut(&mut self) -> &mut RepairConfig {
+        &mut self.repair
+    }
+
+    /// The redundancy scheme. Default: ltx's sliding window.
+    pub fn redundancy_scheme(&self) -> &Arc<dyn SchemeFactory> {
+        &self.scheme
+    }
+
+    /// Sets the redundancy scheme (a preset's, for instance).
+    pub fn set_redundancy_scheme(&mut self, scheme: Arc<dyn SchemeFactory>) -> &mut Self {
+        self.scheme = scheme;
+        self
+    }
+
+    /// The congestion controller. Default: ltx's
+    /// [`Tolerant`](crate::congestion::Tolerant).
+    pub fn congestion_controller(&self) -> &Arc<dyn ControllerFactory> {
+        &self.congestion
+    }
+
+    /// Sets the congestion controller (a preset's, for instance).
+    pub fn set_congestion_controller(
+        &mut self,
+        controller: Arc<dyn ControllerFactory>,
+    ) -> &mut Self {
+        self.congestion = controller;
+        self
+    }
+
+    /// A known bottleneck rate, bytes per second, for controllers that
+    /// read one ([`ControllerFactory::reads_rate_hint`]): start-up takes it
+    /// as measured and fills the path from the first round trip. Default:
+    /// none.
+    pub fn rate_hint(&self) -> Option<u64> {
+        self.rate_hint
+    }
+
+    /// Sets [`rate_hint`](Self::rate_hint): above zero.
+    pub fn set_rate_hint(
+        &mut self,
+        bytes_per_second: Option<u64>,
+    ) -> Result<&mut Self, ConfigError> {
+        if bytes_per_second == Some(0) {
+            return Err(ConfigError::out_of_range(
+                Setting::RateHint,
+                0,
+                "rates above zero",
+            ));
+        }
+        self.rate_hint = bytes_per_second;
+        Ok(self)
+    }
+
+    /// Whether trace events (packets, symbols, metrics) come out of
+    /// `poll_event`; off by default, since each costs an allocation.
+    pub fn trace(&self) -> bool {
+        self.trace
+    }
+
+    /// Sets [`trace`](Self::trace).
+    pub fn set_trace(&mut self, on: bool) -> &mut Self {
+        self.trace = on;
+        self
+    }
+
+    /// Refuses a setting changed from the defaults that the chosen
+    /// redundancy scheme or congestion controller does not read: a repair
+    /// setting the scheme ignores, or a rate hint the controller ignores.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for setting in REPAIR_SETTINGS {
+            if self.repair.is_changed(setting) && !self.scheme.reads(setting) {
+                return Err(ConfigError::NoEffect {
+                    setting,
+                    policy: format!("the {} redundancy scheme", self.scheme.name()),
+                });
+            }
+        }
+        if self.rate_hint.is_some() && !self.congestion.reads_rate_hint() {
+            return Err(ConfigError::NoEffect {
+                setting: Setting::RateHint,
+                policy: format!("the {} congestion controller", self.congestion.name()),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -141,70 +368,82 @@ impl fmt::Debug for TransportConfig {
 /// measured in one is taken to the others as it is.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RepairSettings {
-    /// [`RedundancyConfig::delay_per_percent`].
+    /// [`RepairConfig::delay_per_percent`].
     pub delay_per_percent: Option<Duration>,
-    /// [`RedundancyConfig::cheap_answer_quantile`].
+    /// [`RepairConfig::cheap_answer_quantile`].
     pub cheap_answer_quantile: Option<f64>,
-    /// [`RedundancyConfig::tail_residual`].
+    /// [`RepairConfig::tail_residual`].
     pub tail_residual: Option<f64>,
-    /// [`TransportConfig::max_repair_span`].
+    /// [`RepairConfig::max_repair_span`].
     pub max_repair_span: Option<u16>,
 }
 
 impl RepairSettings {
-    /// Writes the settings given into `transport`, leaving the others as
-    /// they are.
-    pub fn apply(&self, transport: &mut TransportConfig) {
-        if let Some(price) = self.delay_per_percent {
-            transport.redundancy.delay_per_percent = price;
+    /// Writes the settings given into `transport`, each checked by its
+    /// setter, leaving the others as they are. Apply the preset first:
+    /// [`TransportConfig::validate`] then refuses those its scheme does
+    /// not read.
+    pub fn apply(&self, transport: &mut TransportConfig) -> Result<(), ConfigError> {
+        self.apply_where(transport, |_| true)
+    }
+
+    /// As [`apply`](Self::apply), but only the settings `transport`'s
+    /// scheme reads: for a comparison that applies one set of changes to
+    /// every preset.
+    pub fn apply_where_read(&self, transport: &mut TransportConfig) -> Result<(), ConfigError> {
+        let scheme = Arc::clone(&transport.scheme);
+        self.apply_where(transport, |setting| scheme.reads(setting))
+    }
+
+    fn apply_where(
+        &self,
+        transport: &mut TransportConfig,
+        wanted: impl Fn(Setting) -> bool,
+    ) -> Result<(), ConfigError> {
+        let repair = &mut transport.repair;
+        if let Some(price) = self
+            .delay_per_percent
+            .filter(|_| wanted(Setting::DelayPerPercent))
+        {
+            repair.set_delay_per_percent(price);
         }
-        if let Some(quantile) = self.cheap_answer_quantile {
-            transport.redundancy.cheap_answer_quantile = quantile;
+        if let Some(quantile) = self
+            .cheap_answer_quantile
+            .filter(|_| wanted(Setting::CheapAnswerQuantile))
+        {
+            repair.set_cheap_answer_quantile(quantile)?;
         }
-        if let Some(residual) = self.tail_residual {
-            transport.redundancy.tail_residual = residual;
+        if let Some(residual) = self.tail_residual.filter(|_| wanted(Setting::TailResidual)) {
+            repair.set_tail_residual(residual)?;
         }
-        if let Some(span) = self.max_repair_span {
-            transport.max_repair_span = span;
+        if let Some(span) = self
+            .max_repair_span
+            .filter(|_| wanted(Setting::MaxRepairSpan))
+        {
+            repair.set_max_repair_span(span)?;
         }
+        Ok(())
     }
 
     /// Whether every setting is left to the preset.
     pub fn is_default(&self) -> bool {
         *self == RepairSettings::default()
     }
-}
 
-/// A configuration the connection cannot run with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    /// A datagram size below the 1200 bytes every path must carry.
-    #[error("max_datagram {0} is below 1200 bytes")]
-    DatagramTooSmall(u16),
-    /// A decoding window of zero, or one that leaves no room for history.
-    #[error("max_window {0} is out of range (1 to {max})", max = u16::MAX - DECODER_HISTORY)]
-    Window(u16),
-    /// A repair span of zero.
-    #[error("max_repair_span must be at least 1")]
-    RepairSpan,
-    /// The handshake could not be started with the keys given.
-    #[error("the handshake could not start: {0}")]
-    Handshake(crate::protection::HandshakeError),
-}
-
-impl TransportConfig {
-    /// Checks the settings.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.max_datagram < 1200 {
-            return Err(ConfigError::DatagramTooSmall(self.max_datagram));
-        }
-        if self.max_window == 0 || self.max_window > u16::MAX - DECODER_HISTORY {
-            return Err(ConfigError::Window(self.max_window));
-        }
-        if self.max_repair_span == 0 {
-            return Err(ConfigError::RepairSpan);
-        }
-        Ok(())
+    /// The settings given.
+    pub fn given(&self) -> Vec<Setting> {
+        [
+            (self.delay_per_percent.is_some(), Setting::DelayPerPercent),
+            (
+                self.cheap_answer_quantile.is_some(),
+                Setting::CheapAnswerQuantile,
+            ),
+            (self.tail_residual.is_some(), Setting::TailResidual),
+            (self.max_repair_span.is_some(), Setting::MaxRepairSpan),
+        ]
+        .into_iter()
+        .filter_map(|(given, setting)| given.then_some(setting))
+        .collect()
     }
 }
 
@@ -216,21 +455,66 @@ mod tests {
     fn repair_settings_change_only_what_they_give() {
         let preset = TransportConfig::default();
         let mut transport = preset.clone();
-        RepairSettings::default().apply(&mut transport);
-        assert_eq!(transport.redundancy, preset.redundancy);
-        assert_eq!(transport.max_repair_span, preset.max_repair_span);
+        RepairSettings::default().apply(&mut transport).unwrap();
+        assert_eq!(transport.repair, preset.repair);
 
         let settings = RepairSettings {
             tail_residual: Some(0.05),
             ..RepairSettings::default()
         };
         assert!(!settings.is_default());
-        settings.apply(&mut transport);
-        assert_eq!(transport.redundancy.tail_residual, 0.05);
+        settings.apply(&mut transport).unwrap();
+        assert_eq!(transport.repair.tail_residual(), 0.05);
         assert_eq!(
-            transport.redundancy.delay_per_percent,
-            preset.redundancy.delay_per_percent
+            transport.repair.delay_per_percent(),
+            preset.repair.delay_per_percent()
         );
-        assert_eq!(transport.max_repair_span, preset.max_repair_span);
+        assert_eq!(
+            transport.repair.max_repair_span(),
+            preset.repair.max_repair_span()
+        );
+        assert!(transport.validate().is_ok());
+    }
+
+    #[test]
+    fn a_value_out_of_range_is_refused_naming_its_setting() {
+        let mut transport = TransportConfig::default();
+        let settings = RepairSettings {
+            tail_residual: Some(0.9),
+            ..RepairSettings::default()
+        };
+        let err = settings.apply(&mut transport).unwrap_err();
+        assert_eq!(err.setting(), Some(Setting::TailResidual));
+        assert_eq!(
+            transport.set_max_datagram(1199).unwrap_err().setting(),
+            Some(Setting::MaxDatagram)
+        );
+        assert!(transport.set_max_datagram(1200).is_ok());
+        assert!(transport.set_max_window(0).is_err());
+        assert!(transport.set_max_window(u16::MAX - DECODER_HISTORY).is_ok());
+        assert!(transport
+            .set_max_window(u16::MAX - DECODER_HISTORY + 1)
+            .is_err());
+        assert!(transport.set_idle_timeout(Duration::ZERO).is_err());
+        assert!(transport.set_rate_hint(Some(0)).is_err());
+    }
+
+    #[test]
+    fn the_default_reads_every_repair_setting_and_a_rate_hint() {
+        let mut transport = TransportConfig::default();
+        transport.repair_mut().set_tail_residual(0.02).unwrap();
+        transport.repair_mut().set_max_repair_span(512).unwrap();
+        transport.set_rate_hint(Some(6_250_000)).unwrap();
+        assert_eq!(transport.validate(), Ok(()));
+        // The fixed windows' residual is the seeds' blocks': the sliding
+        // window has no use for it.
+        transport.repair_mut().set_target_residual(0.2).unwrap();
+        assert_eq!(
+            transport.validate(),
+            Err(ConfigError::NoEffect {
+                setting: Setting::TargetResidual,
+                policy: "the sliding-window redundancy scheme".into(),
+            })
+        );
     }
 }

@@ -97,6 +97,13 @@ pub trait Controller: Send + std::fmt::Debug {
         let _ = (now, rate, rtt);
     }
 
+    /// A known bottleneck rate, bytes per second, given right after the
+    /// controller is built (only if its factory
+    /// [`reads_rate_hint`](ControllerFactory::reads_rate_hint)).
+    fn on_rate_hint(&mut self, now: Instant, bytes_per_second: u64) {
+        let _ = (now, bytes_per_second);
+    }
+
     /// The congestion window in bytes.
     fn window(&self) -> u64;
 
@@ -133,6 +140,16 @@ pub trait ControllerFactory: Send + Sync + std::fmt::Debug {
     /// A controller for a connection starting at `now` whose datagrams carry
     /// at most `max_datagram` bytes.
     fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller>;
+
+    /// The controller's name, for logs and errors.
+    fn name(&self) -> &'static str;
+
+    /// Whether its controllers read a known bottleneck rate
+    /// ([`Controller::on_rate_hint`]); a rate hint given to one that does
+    /// not is refused. By default, no.
+    fn reads_rate_hint(&self) -> bool {
+        false
+    }
 }
 
 /// The smallest window any controller goes down to: two datagrams, so that

@@ -232,7 +232,7 @@ impl Connection {
         self.repair.scheme = self
             .config
             .scheme
-            .build(&self.config.redundancy, params.max_window);
+            .build(&self.config.repair, params.max_window);
         self.streams
             .set_peer_limits(params.max_data, params.max_stream_data, params.max_streams);
         if established {

@@ -284,7 +284,10 @@ impl Connection {
     ) -> Result<Connection, crate::ConfigError> {
         config.validate()?;
         let mut rng = connection_rng(seed ^ 0x5eed);
-        let controller = config.congestion.build(now, config.max_datagram);
+        let mut controller = config.congestion.build(now, config.max_datagram);
+        if let Some(rate) = config.rate_hint {
+            controller.on_rate_hint(now, rate);
+        }
         let limits = StreamLimits {
             receive_window: config.receive_window,
             stream_receive_window: config.stream_receive_window,
@@ -308,9 +311,7 @@ impl Connection {
             acks: AckState::default(),
             symbol_size: 0,
             sender: SymbolSender::default(),
-            repair: RepairScheduler::new(
-                config.scheme.build(&config.redundancy, config.max_window),
-            ),
+            repair: RepairScheduler::new(config.scheme.build(&config.repair, config.max_window)),
             receiver: Receiver::default(),
             streams: Streams::new(side, limits),
             timers: [None; TIMERS],
@@ -551,6 +552,7 @@ impl Connection {
 
     /// The largest packet number this end has received, which the next
     /// packet's truncated number is expanded against.
+    #[cfg(feature = "fuzzing")]
     pub(crate) fn largest_received(&self) -> Option<PacketNumber> {
         self.acks.received.largest().map(PacketNumber)
     }

@@ -275,7 +275,7 @@ impl Connection {
     /// [`MIN_REPAIR_SPAN`] and the configured `max_repair_span`: the coding
     /// cost per repair grows with the span.
     pub(super) fn repair_span(&self) -> u64 {
-        let max = u64::from(self.config.max_repair_span);
+        let max = u64::from(self.config.repair.max_repair_span);
         let flight = self.recovery.controller.window() / u64::from(self.config.max_datagram).max(1);
         flight.clamp(MIN_REPAIR_SPAN.min(max), max)
     }

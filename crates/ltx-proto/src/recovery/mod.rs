@@ -26,7 +26,7 @@ use std::time::Duration;
 use ltx_coding::codec::Code;
 use ltx_coding::{SymbolId, Window};
 
-use crate::config::RedundancyConfig;
+use crate::config::{RepairConfig, Setting};
 
 pub mod loss_estimator;
 mod sliding_window;
@@ -65,9 +65,7 @@ pub struct RepairRange {
     /// The end of the symbols the peer has reported seeing.
     pub peer_end: SymbolId,
     /// The widest proactive window the transport allows
-    /// ([`TransportConfig::max_repair_span`]).
-    ///
-    /// [`TransportConfig::max_repair_span`]: crate::TransportConfig::max_repair_span
+    /// ([`RepairConfig::max_repair_span`]).
     pub max_span: u64,
     /// Whether a reactive repair may reach past the gaps the peer reported,
     /// to the newest symbol sent: so it may where the answer was sized for
@@ -225,8 +223,20 @@ pub trait RedundancyScheme: fmt::Debug + Send {
 /// [`TransportConfig`](crate::TransportConfig) holds.
 pub trait SchemeFactory: fmt::Debug + Send + Sync {
     /// The scheme for a connection whose peer holds at most `peer_window`
-    /// unacknowledged symbols, spending `redundancy`'s numbers.
-    fn build(&self, redundancy: &RedundancyConfig, peer_window: u16) -> Box<dyn RedundancyScheme>;
+    /// unacknowledged symbols, spending `repair`'s numbers.
+    fn build(&self, repair: &RepairConfig, peer_window: u16) -> Box<dyn RedundancyScheme>;
+
+    /// The scheme's name, for logs and errors.
+    fn name(&self) -> &'static str;
+
+    /// Whether the scheme's repair depends on `setting` of its
+    /// [`RepairConfig`]: a changed setting it does not read is refused
+    /// ([`TransportConfig::validate`](crate::TransportConfig::validate)).
+    /// By default, none.
+    fn reads(&self, setting: Setting) -> bool {
+        let _ = setting;
+        false
+    }
 }
 
 /// A window of the symbols `[first, end)`, cut to the `u16` a frame carries

@@ -4,7 +4,7 @@
 //! estimate for the span of symbols a round trip carries; the quantile a
 //! span is sized for weighs the repairs it wastes against the wait for
 //! feedback it spares, at the price of waiting
-//! ([`RedundancyConfig::delay_per_percent`]). The peer's feedback is
+//! ([`RepairConfig::delay_per_percent`]). The peer's feedback is
 //! answered with repairs over its oldest gaps, less what the proactive
 //! repairs already on their way will make up; when the data runs out, the
 //! tail makes up what the last flight is expected to lack. The derivations
@@ -23,32 +23,42 @@ use super::{
     gap_window, tail_window, window_between, Feedback, Flight, Horizon, LossEstimate,
     RedundancyScheme, RepairPlan, RepairRange, RepairReason, SchemeFactory,
 };
-use crate::config::RedundancyConfig;
+use crate::config::{RepairConfig, Setting};
 
 /// The fewest of its spans that the sliding window leaves to feedback,
 /// whatever the price of waiting (see
-/// [`RedundancyConfig::delay_per_percent`]).
+/// [`RepairConfig::delay_per_percent`]).
 const FEWEST_LEFT: f64 = 0.01;
 
 /// The fewest transfers whose last flight the tail leaves short, however
-/// long the transfer (see [`RedundancyConfig::tail_residual`]).
+/// long the transfer (see [`RepairConfig::tail_residual`]).
 const FEWEST_TAILS_SHORT: f64 = 1e-4;
 
 /// The lowest quantile a span is sized for: eight standard deviations below
 /// its expected losses, where a span of 256 symbols with up to 20 %
 /// independent loss gets no repair at all (see
-/// [`RedundancyConfig::delay_per_percent`]).
+/// [`RepairConfig::delay_per_percent`]).
 const LOWEST_QUANTILE: f64 = -8.0;
 
 /// The factory of ltx's sliding-window policy ([`SlidingWindow`]), the
 /// default scheme: it keeps no settings of its own beyond the
-/// [`RedundancyConfig`] every scheme is given.
+/// [`RepairConfig`] every scheme is given.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SlidingWindowFactory;
 
 impl SchemeFactory for SlidingWindowFactory {
-    fn build(&self, redundancy: &RedundancyConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
-        Box::new(SlidingWindow::new(*redundancy))
+    fn build(&self, repair: &RepairConfig, _peer_window: u16) -> Box<dyn RedundancyScheme> {
+        Box::new(SlidingWindow::new(*repair))
+    }
+
+    fn name(&self) -> &'static str {
+        "sliding-window"
+    }
+
+    /// Every setting but the fixed windows' residual, which only the seeds'
+    /// blocks are sized by.
+    fn reads(&self, setting: Setting) -> bool {
+        setting != Setting::TargetResidual
     }
 }
 
@@ -57,7 +67,7 @@ impl SchemeFactory for SlidingWindowFactory {
 /// connection builds the symbols.
 #[derive(Debug, Clone, Copy)]
 pub struct SlidingWindow {
-    config: RedundancyConfig,
+    config: RepairConfig,
     /// `Φ⁻¹(1 − target_residual)`, computed once.
     z: f64,
     /// `Φ⁻¹(1 − tail_residual)`, computed once.
@@ -66,13 +76,13 @@ pub struct SlidingWindow {
 
 impl Default for SlidingWindow {
     fn default() -> Self {
-        Self::new(RedundancyConfig::default())
+        Self::new(RepairConfig::default())
     }
 }
 
 impl SlidingWindow {
     /// A policy with the given configuration.
-    pub fn new(config: RedundancyConfig) -> Self {
+    pub fn new(config: RepairConfig) -> Self {
         let residual = config.target_residual.clamp(1e-9, 0.5);
         let tail_residual = config.tail_residual.clamp(1e-9, 0.5);
         Self {
@@ -83,7 +93,7 @@ impl SlidingWindow {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &RedundancyConfig {
+    pub fn config(&self) -> &RepairConfig {
         &self.config
     }
 
@@ -98,7 +108,7 @@ impl SlidingWindow {
     /// window: sized so that a span of `horizon.span` source symbols needs
     /// reactive repair with the probability that weighs wasted repairs
     /// against the wait for feedback (see
-    /// [`RedundancyConfig::delay_per_percent`] and
+    /// [`RepairConfig::delay_per_percent`] and
     /// `docs/design/repair-sizing.md`).
     pub fn proactive_ratio_for(&self, est: &LossEstimate, horizon: &Horizon) -> f64 {
         self.ratio(est, horizon.span, self.quantile_for(est, horizon))
@@ -106,14 +116,14 @@ impl SlidingWindow {
 
     /// The fraction of spans of `horizon.span` source symbols that the
     /// sliding window leaves to feedback: `1 − Φ(z)` for the quantile it
-    /// sizes them for (see [`RedundancyConfig::delay_per_percent`]).
+    /// sizes them for (see [`RepairConfig::delay_per_percent`]).
     pub fn residual_for(&self, est: &LossEstimate, horizon: &Horizon) -> f64 {
         1.0 - normal_cdf(self.quantile_for(est, horizon))
     }
 
     /// Whether a round trip of `rtt` is short enough for reactive answers
     /// to cover the flight and round to the nearest repair
-    /// ([`RedundancyConfig::cheap_feedback_rtt`]).
+    /// ([`RepairConfig::cheap_feedback_rtt`]).
     fn feedback_is_cheap(&self, rtt: Duration) -> bool {
         rtt <= self.config.cheap_feedback_rtt
     }
@@ -141,7 +151,7 @@ impl SlidingWindow {
     }
 
     /// The quantile the tail of `flight` is sized for, whose loss count
-    /// spreads by `spread`: the one of [`RedundancyConfig::tail_residual`],
+    /// spreads by `spread`: the one of [`RepairConfig::tail_residual`],
     /// or a higher one where the wait it spares delays more: the cost of
     /// `docs/design/repair-sizing.md` with the wait priced over the transfer so
     /// far (`flight.at_stake`), not a span, from that quantile up to the
@@ -248,13 +258,13 @@ impl SlidingWindow {
     /// Where the round trip is short enough that the sliding window leaves
     /// half the spans of an independent-loss path to feedback or more
     /// (240 ms and less by default, see
-    /// [`RedundancyConfig::cheap_feedback_rtt`]), the answer is rounded to
+    /// [`RepairConfig::cheap_feedback_rtt`]), the answer is rounded to
     /// the nearest whole repair, and its repairs cover the flight as well as
     /// the reported gaps (the scheme's `plan_repair`): the count includes
     /// the flight's losses, and a repair that stops at the gaps finds them
     /// solved by the proactive repairs that arrived before it and those
     /// losses left for the next answer. There the answer is also sized below the flight's expected need, at
-    /// [`RedundancyConfig::cheap_answer_quantile`] of its spread,
+    /// [`RepairConfig::cheap_answer_quantile`] of its spread,
     /// `√((S+R)·p·(1−p)·F)`: what the flight turns out to lack comes back
     /// in the next report, a short round trip later, while what it turns
     /// out not to need is wasted for good.
@@ -291,7 +301,7 @@ impl SlidingWindow {
     /// `flight` whose fate is not known yet: `flight.sources` source symbols
     /// and `flight.repairs` proactive repairs over them, over `1 − p`, for
     /// the larger of two shortfalls (`docs/design/tail.md`), each with the
-    /// margin of [`RedundancyConfig::tail_residual`]: that of the flight's
+    /// margin of [`RepairConfig::tail_residual`]: that of the flight's
     /// last symbols, which only repairs sent after them reach, and that of
     /// the whole flight; none on a clean path or with nothing in flight.
     ///
@@ -628,9 +638,12 @@ mod tests {
         // 0.06 − 0.05 = 0.007 and variance 1.06 · 0.0475 · 18 = 0.906, held
         // to the walk without drift, √(0.906 · 2600) · 1.645 = 79.8, over
         // 0.95: 84.0.
-        let ten = SlidingWindow::new(RedundancyConfig {
-            tail_residual: 0.1,
-            ..RedundancyConfig::default()
+        let ten = SlidingWindow::new({
+            let mut repair = RepairConfig::default();
+            repair
+                .set_tail_residual(0.1)
+                .expect("a valid tail residual");
+            repair
         });
         assert_eq!(ten.tail_repairs_for_flight(&flight(2600, 156), &bursty), 85);
         // Nothing in flight, or a clean path: nothing.
@@ -743,9 +756,12 @@ mod tests {
             2
         );
         // Sized for the expected need: 6 / 0.8 = 7.5, to the nearest: 8.
-        let expected = SlidingWindow::new(RedundancyConfig {
-            cheap_answer_quantile: 0.0,
-            ..RedundancyConfig::default()
+        let expected = SlidingWindow::new({
+            let mut repair = RepairConfig::default();
+            repair
+                .set_cheap_answer_quantile(0.0)
+                .expect("a valid cheap answer quantile");
+            repair
         });
         assert_eq!(
             expected.reactive_repairs_covered(10, &flight(100, 30), &est),

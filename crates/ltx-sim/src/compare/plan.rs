@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use ltx_presets::Profile;
-use ltx_proto::RepairSettings;
+use ltx_proto::{ConfigError, RepairSettings, TransportConfig};
 
 use crate::scenario::Scenario;
 use crate::units::QueueSpec;
@@ -390,8 +390,9 @@ pub struct Plan {
     pub seeds: u64,
     /// Seeds per cell of the heavy sections ([`Section::is_heavy`]).
     pub heavy_seeds: u64,
-    /// Changes to every preset's repair settings (none by default).
-    pub repair: RepairSettings,
+    /// Changes to the repair settings of every preset that reads them
+    /// (none by default; see [`Plan::set_repair`]).
+    repair: RepairSettings,
 }
 
 /// One run: a cell (by index into [`Plan::cells`]), a preset and a seed.
@@ -445,11 +446,27 @@ impl Plan {
     }
 
     /// The scenario of `spec`: its cell's, with the plan's repair settings
-    /// over the preset's.
+    /// over the preset's where its scheme reads them.
     pub fn scenario(&self, spec: RunSpec) -> Scenario {
         let mut scenario = self.cells[spec.cell].scenario(spec.profile, spec.seed);
-        self.repair.apply(&mut scenario.transport);
+        self.repair
+            .apply_where_read(&mut scenario.transport)
+            .expect("the settings were checked by Plan::set_repair");
         scenario
+    }
+
+    /// The changes to the presets' repair settings.
+    pub fn repair(&self) -> &RepairSettings {
+        &self.repair
+    }
+
+    /// Changes the repair settings of every preset whose scheme reads them
+    /// (the others run as they are: a comparison of presets applies one
+    /// trade to all that can take it). Each value is checked first.
+    pub fn set_repair(&mut self, settings: RepairSettings) -> Result<(), ConfigError> {
+        settings.apply(&mut TransportConfig::default())?;
+        self.repair = settings;
+        Ok(())
     }
 
     /// Every run, cell by cell, preset by preset, seed by seed.
@@ -521,17 +538,23 @@ mod tests {
             1,
         );
         let spec = plan.runs()[0];
-        let preset = plan.scenario(spec).transport.redundancy.delay_per_percent;
-        plan.repair = RepairSettings {
+        let preset = plan.scenario(spec).transport.repair().delay_per_percent();
+        plan.set_repair(RepairSettings {
             delay_per_percent: Some(preset * 4),
             max_repair_span: Some(1024),
             ..RepairSettings::default()
-        };
+        })
+        .unwrap();
         for spec in plan.runs() {
-            let scenario = plan.scenario(spec);
-            assert_eq!(scenario.transport.redundancy.delay_per_percent, preset * 4);
-            assert_eq!(scenario.transport.max_repair_span, 1024);
+            let repair = *plan.scenario(spec).transport.repair();
+            assert_eq!(repair.delay_per_percent(), preset * 4);
+            assert_eq!(repair.max_repair_span(), 1024);
         }
+        let out_of_range = RepairSettings {
+            tail_residual: Some(0.9),
+            ..RepairSettings::default()
+        };
+        assert!(plan.set_repair(out_of_range).is_err());
     }
 
     #[test]

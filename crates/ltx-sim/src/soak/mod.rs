@@ -193,7 +193,7 @@ impl SoakCase {
         };
         let mut forward = draw_direction(&mut rng, forward_rate, forward_delay, rtt);
         let mut reverse = draw_direction(&mut rng, reverse_rate, reverse_delay, rtt);
-        let size = draw_size(&mut rng, ltx_proto::symbol_size(transport.max_datagram));
+        let size = draw_size(&mut rng, transport.symbol_size());
 
         let ideal = ideal_of(size, &forward, rtt, &transport);
         let window = ideal.min(Duration::from_secs(120)).as_secs_f64();
@@ -284,13 +284,13 @@ impl SoakCase {
         self.ideal()
             .saturating_mul(DEADLINE_IDEALS)
             .saturating_add(outages)
-            .saturating_add(self.transport.idle_timeout)
+            .saturating_add(self.transport.idle_timeout())
             .saturating_add(DEADLINE_SLACK)
     }
 
     /// The most simulator steps the run may take.
     pub fn step_budget(&self) -> u64 {
-        let symbol = ltx_proto::symbol_size(self.transport.max_datagram).max(1) as u64;
+        let symbol = self.transport.symbol_size().max(1) as u64;
         BASE_STEPS + self.size / symbol * STEPS_PER_SYMBOL
     }
 
@@ -304,7 +304,7 @@ impl SoakCase {
     pub fn run_traced(&self, trace: bool) -> SoakReport {
         let epoch = Instant::now();
         let mut transport = self.transport.clone();
-        transport.trace = trace;
+        transport.set_trace(trace);
         let (client, server) = self.connections(transport, epoch);
         let payload_seed = derive(self.seed, 3);
         let mut sender = TransferNode::sender(client, self.size, payload_seed);
@@ -338,7 +338,7 @@ impl SoakCase {
         let ended_at = first.now;
         if hang.is_none() {
             // Delivered or failed: both ends must now wind down by themselves.
-            let close_by = ended_at + self.transport.idle_timeout * CLOSE_IDLE_TIMEOUTS;
+            let close_by = ended_at + self.transport.idle_timeout() * CLOSE_IDLE_TIMEOUTS;
             let both_closed = |net: &Network<TransferNode>| {
                 net.node(s).closed().is_some() && net.node(r).closed().is_some()
             };
@@ -425,8 +425,8 @@ fn ideal_of(
     // rougher fraction than `Scenario::payload_fraction` (0.960 against
     // 0.985 at the defaults), kept because this time also places each
     // run's outages, and changing it would change every seeded soak run.
-    let symbol = ltx_proto::symbol_size(transport.max_datagram) as f64;
-    let payload_fraction = (symbol - 8.0) / f64::from(transport.max_datagram);
+    let symbol = transport.symbol_size() as f64;
+    let payload_fraction = (symbol - 8.0) / f64::from(transport.max_datagram());
     ideal_completion(size, forward.rate_bps, rtt, forward.loss, payload_fraction)
 }
 

@@ -16,7 +16,6 @@ pub struct TolerantConfig {
     pub(super) congestion_beta: f64,
     pub(super) delay_exit_ratio: f64,
     pub(super) delay_exit_extra: Duration,
-    pub(super) rate_hint: Option<u64>,
     pub(super) queue_target: Option<f64>,
     pub(super) delivery_cap: Option<f64>,
     pub(super) probe_burst: u64,
@@ -32,7 +31,6 @@ impl Default for TolerantConfig {
             congestion_beta: 0.85,
             delay_exit_ratio: 1.25,
             delay_exit_extra: Duration::from_millis(2),
-            rate_hint: None,
             queue_target: Some(0.25),
             delivery_cap: None,
             probe_burst: 10,
@@ -49,15 +47,6 @@ impl TolerantConfig {
     /// sent in two parts against 32).
     pub fn initial_window_packets(&mut self, value: u64) -> &mut Self {
         self.initial_window_packets = value.max(2);
-        self
-    }
-
-    /// A known bottleneck rate, bytes per second: start-up takes it as
-    /// measured, so the window reaches the bandwidth-delay product at the
-    /// first RTT sample instead of a round later. Measurements above it
-    /// still raise it; congestion signals still cut below it.
-    pub fn rate_hint(&mut self, bytes_per_second: Option<u64>) -> &mut Self {
-        self.rate_hint = bytes_per_second.filter(|r| *r > 0);
         self
     }
 
@@ -135,5 +124,17 @@ fn finite_at_least(value: f64, floor: f64) -> f64 {
 impl ControllerFactory for TolerantConfig {
     fn build(&self, now: Instant, max_datagram: u16) -> Box<dyn Controller> {
         Box::new(Tolerant::new(Arc::new(self.clone()), now, max_datagram))
+    }
+
+    fn name(&self) -> &'static str {
+        "ltx"
+    }
+
+    /// Start-up takes a known rate as measured, so the window reaches the
+    /// bandwidth-delay product at the first RTT sample instead of a round
+    /// later; measurements above it still raise it, congestion signals
+    /// still cut below it.
+    fn reads_rate_hint(&self) -> bool {
+        true
     }
 }

@@ -56,6 +56,8 @@ pub struct Tolerant {
     /// The largest delivery rate measured in start-up, bytes per second:
     /// the larger of its settled rate and this round's pair rate.
     max_rate: Option<u64>,
+    /// Whether a known rate was given ([`Controller::on_rate_hint`]).
+    hinted: bool,
     /// Bytes acknowledged towards the next additive increase.
     acked_towards_increase: u64,
     /// Losses of packets sent at or before this are not answered.
@@ -78,14 +80,14 @@ impl Tolerant {
         let _ = now;
         let max_datagram = u64::from(max_datagram).max(1);
         let window = config.initial_window_packets.saturating_mul(max_datagram);
-        let max_rate = config.rate_hint;
         Self {
             config,
             max_datagram,
             window,
             in_startup: true,
-            startup: Startup::new(max_rate),
-            max_rate,
+            startup: Startup::new(),
+            max_rate: None,
+            hinted: false,
             acked_towards_increase: 0,
             loss_epoch: None,
             standing: StandingQueue::default(),
@@ -278,11 +280,21 @@ impl Controller for Tolerant {
         let _ = now;
         // With a known rate, the first sample (the handshake's) is enough
         // for the bandwidth-delay product: the first flight fills the path.
-        if self.in_startup && self.config.rate_hint.is_some() {
+        if self.in_startup && self.hinted {
             if let Some(bdp) = self.bdp(rtt) {
                 self.window = self.window.max(bdp);
             }
         }
+    }
+
+    fn on_rate_hint(&mut self, now: Instant, bytes_per_second: u64) {
+        let _ = now;
+        if bytes_per_second == 0 {
+            return;
+        }
+        self.max_rate = Some(bytes_per_second);
+        self.startup.take_rate_hint(bytes_per_second);
+        self.hinted = true;
     }
 
     fn window(&self) -> u64 {

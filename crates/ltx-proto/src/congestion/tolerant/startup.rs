@@ -99,15 +99,14 @@ pub(super) struct Startup {
 }
 
 impl Startup {
-    /// A start-up that has measured nothing, or that takes `rate_hint`
-    /// (bytes per second) as measured.
-    pub(super) fn new(rate_hint: Option<u64>) -> Startup {
+    /// A start-up that has measured nothing.
+    pub(super) fn new() -> Startup {
         Startup {
             round_start: None,
             train: None,
             recent_rtts: [Duration::ZERO; QUEUE_SAMPLES],
             rtt_samples: 0,
-            settled_rate: rate_hint,
+            settled_rate: None,
             round_pair_rate: None,
             last_train_rate: None,
             last_train_slots: None,
@@ -119,6 +118,13 @@ impl Startup {
             first_flight_rate: None,
             measured: false,
         }
+    }
+}
+
+impl Startup {
+    /// Takes a known rate, bytes per second, as measured.
+    pub(super) fn take_rate_hint(&mut self, bytes_per_second: u64) {
+        self.settled_rate = Some(bytes_per_second);
     }
 }
 
