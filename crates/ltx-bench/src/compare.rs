@@ -3,7 +3,7 @@
 //! with the targets the runs meet.
 
 use std::fs;
-use std::io::Write as _;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -101,6 +101,36 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    let plan = plan_of(args)?;
+    let total = plan.runs().len();
+    eprintln!(
+        "compare: {} cells × {} presets, {total} runs on {threads} thread(s)",
+        plan.cells.len(),
+        plan.profiles.len()
+    );
+    let started = Instant::now();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let runs = run_with_progress(&plan, threads, args.json, started, &mut out)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let summaries = summarize(&plan, &runs);
+    let targets = targets(&plan, &summaries);
+    let written = Written {
+        plan: &plan,
+        runs: &runs,
+        summaries: &summaries,
+        targets: &targets,
+        wall_s,
+        quick: args.quick,
+    };
+    written.write(&args.out)?;
+    report(args, &runs, &targets, wall_s, threads, &mut out)?;
+    check_delivered(&plan, &runs)
+}
+
+/// The cells and presets the options ask for, with the repair flags' settings
+/// (refused if out of range).
+fn plan_of(args: &CompareArgs) -> anyhow::Result<Plan> {
     let profiles = if args.profiles.is_empty() {
         Profile::ALL.to_vec()
     } else {
@@ -131,17 +161,21 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
             readers.join(", ")
         );
     }
+    Ok(plan)
+}
+
+/// Runs the plan on `threads` threads, with a progress line per run on
+/// standard error and, with `json`, the run as JSON on `out`.
+fn run_with_progress(
+    plan: &Plan,
+    threads: usize,
+    json: bool,
+    started: Instant,
+    out: &mut impl Write,
+) -> anyhow::Result<Vec<Run>> {
     let total = plan.runs().len();
-    eprintln!(
-        "compare: {} cells × {} presets, {total} runs on {threads} thread(s)",
-        plan.cells.len(),
-        plan.profiles.len()
-    );
-    let started = Instant::now();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     let mut write_error = None;
-    let runs = run_all(&plan, threads, |count, run| {
+    let runs = run_all(plan, threads, |count, run| {
         let cell = &plan.cells[run.spec.cell];
         eprintln!(
             "[{count}/{total}] {} {} seed {}: {} ({:.0} s)",
@@ -151,7 +185,7 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
             outcome(run),
             started.elapsed().as_secs_f64()
         );
-        if args.json && write_error.is_none() {
+        if json && write_error.is_none() {
             if let Err(e) = writeln!(out, "{}", Value::Object(run_json(cell, run))) {
                 write_error = Some(e);
             }
@@ -161,24 +195,20 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
     if let Some(e) = write_error {
         return Err(e).context("writing the results");
     }
-    let wall_s = started.elapsed().as_secs_f64();
-    let summaries = summarize(&plan, &runs);
-    let targets = targets(&plan, &summaries);
-    let written = Written {
-        plan: &plan,
-        runs: &runs,
-        summaries: &summaries,
-        targets: &targets,
-        wall_s,
-        quick: args.quick,
-    };
-    written.write(&args.out)?;
+    Ok(runs)
+}
+
+/// The closing summary: a JSON object on `out`, or lines on standard output.
+fn report(
+    args: &CompareArgs,
+    runs: &[Run],
+    targets: &[Target],
+    wall_s: f64,
+    threads: usize,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let completed = runs.iter().filter(|r| r.completed()).count();
     let verified = runs.iter().filter(|r| r.verified).count();
-    let wrong: Vec<&Run> = runs
-        .iter()
-        .filter(|r| r.completed() && !r.verified)
-        .collect();
     if args.json {
         let summary = json!({
             "summary": true,
@@ -197,10 +227,19 @@ pub(crate) fn run(args: &CompareArgs) -> anyhow::Result<()> {
             runs.len(),
             args.out.display()
         );
-        for target in &targets {
+        for target in targets {
             println!("{}", target_line(target));
         }
     }
+    Ok(())
+}
+
+/// Fails if any run completed without delivering exactly the bytes sent.
+fn check_delivered(plan: &Plan, runs: &[Run]) -> anyhow::Result<()> {
+    let wrong: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.completed() && !r.verified)
+        .collect();
     if !wrong.is_empty() {
         let which: Vec<String> = wrong
             .iter()

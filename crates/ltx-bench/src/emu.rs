@@ -102,91 +102,22 @@ const QUICK_SYSTEMS: [System; 3] = [System::Ltx, System::TcpCubic, System::TcpBb
 
 /// Runs `ltx-bench emu`.
 pub(crate) fn run(args: &EmuBenchArgs) -> anyhow::Result<()> {
-    let missing = ltx_emu::missing();
-    if !missing.is_empty() {
-        let what: Vec<String> = missing.iter().map(ToString::to_string).collect();
-        bail!("the emulator cannot run here; missing: {}", what.join("; "));
-    }
-    if !(args.bound_factor.is_finite() && args.bound_factor >= 1.0) {
-        bail!("--bound-factor must be at least 1");
-    }
-    if args.reps == Some(0) {
-        bail!("--reps must be at least 1");
-    }
+    check_args(args)?;
     let reps = |cell: &Cell| match (args.reps, args.quick) {
         (Some(n), _) => n,
         (None, true) => 1,
         (None, false) => cells::full_reps(cell.table),
     };
-    let cells: Vec<Cell> = if args.quick {
-        cells::quick()
-    } else {
-        cells::full()
-            .into_iter()
-            .filter(|c| args.tables.is_empty() || args.tables.iter().any(|t| same(*t, c.table)))
-            .collect()
-    };
-    let wanted: Vec<System> = match (&args.systems[..], args.quick) {
-        ([], true) => QUICK_SYSTEMS.to_vec(),
-        ([], false) => System::ALL.to_vec(),
-        (chosen, _) => System::ALL
-            .into_iter()
-            .filter(|s| chosen.contains(s))
-            .collect(),
-    };
+    let cells = chosen_cells(args);
     let out = match (&args.out, args.full) {
         (Some(dir), _) => Some(dir.clone()),
         (None, true) => Some(PathBuf::from("docs/results/emu")),
         (None, false) => None,
     };
+    let (prepared, columns) = prepare_systems(args)?;
 
-    let tools = Toolbox::of_this_binary()?;
-    let mut prepared = Vec::new();
-    let mut columns = Columns {
-        systems: Vec::new(),
-        missing: Vec::new(),
-    };
-    for system in wanted {
-        match prepare(system, &tools) {
-            Ok(p) => {
-                columns.systems.push(system.name());
-                prepared.push(p);
-            }
-            Err(missing) => {
-                emit(
-                    args.json,
-                    &json!({"system": system.name(), "missing": missing.reason}),
-                    &missing.to_string(),
-                );
-                columns.missing.push((system.name(), missing.reason));
-            }
-        }
-    }
-
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))?;
-    }
-    let largest_buffer = cells
-        .iter()
-        .map(|c| transfer_of(c).socket_buffer())
-        .max()
-        .unwrap_or(0);
-    // A machine whose /proc/sys is read-only (some containers) still runs
-    // the suite, with the peers that cannot raise their buffers themselves
-    // held to its ceilings; the run says so.
-    let limits = SocketLimits::raise(largest_buffer)
-        .inspect_err(|e| {
-            eprintln!(
-                "ltx-bench emu: the socket buffer ceilings stay as they are ({e:#}); NORM and \
-                 kcp-go get at most those buffers"
-            );
-        })
-        .ok();
+    let stop = stop_on_signals()?;
+    let limits = raise_socket_limits(&cells);
     let scratch = Scratch::new()?;
     let mut suite = Suite {
         args,
@@ -227,28 +158,135 @@ pub(crate) fn run(args: &EmuBenchArgs) -> anyhow::Result<()> {
         bail!("interrupted; the runs so far are kept");
     }
     if args.quick {
-        let failed: Vec<String> = runs
-            .iter()
-            .filter(|r| r.time().is_none())
-            .map(|r| format!("{} on {}: {}", r.system, r.cell.label(), r.note))
-            .collect();
-        if !columns.missing.is_empty() {
-            bail!(
-                "missing systems: {}",
-                columns
-                    .missing
-                    .iter()
-                    .map(|(s, why)| format!("{s} ({why})"))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
+        check_quick(&runs, &columns)?;
+    }
+    Ok(())
+}
+
+/// Refuses to start when the emulator cannot run here or an option is out
+/// of range.
+fn check_args(args: &EmuBenchArgs) -> anyhow::Result<()> {
+    let missing = ltx_emu::missing();
+    if !missing.is_empty() {
+        let what: Vec<String> = missing.iter().map(ToString::to_string).collect();
+        bail!("the emulator cannot run here; missing: {}", what.join("; "));
+    }
+    if !(args.bound_factor.is_finite() && args.bound_factor >= 1.0) {
+        bail!("--bound-factor must be at least 1");
+    }
+    if args.reps == Some(0) {
+        bail!("--reps must be at least 1");
+    }
+    Ok(())
+}
+
+/// The cells of the chosen mode, and of the chosen tables.
+fn chosen_cells(args: &EmuBenchArgs) -> Vec<Cell> {
+    if args.quick {
+        cells::quick()
+    } else {
+        cells::full()
+            .into_iter()
+            .filter(|c| args.tables.is_empty() || args.tables.iter().any(|t| same(*t, c.table)))
+            .collect()
+    }
+}
+
+/// Builds the peers of every chosen system; a system whose peers cannot be
+/// built is reported and listed as missing.
+fn prepare_systems(args: &EmuBenchArgs) -> anyhow::Result<(Vec<Prepared>, Columns)> {
+    let wanted: Vec<System> = match (&args.systems[..], args.quick) {
+        ([], true) => QUICK_SYSTEMS.to_vec(),
+        ([], false) => System::ALL.to_vec(),
+        (chosen, _) => System::ALL
+            .into_iter()
+            .filter(|s| chosen.contains(s))
+            .collect(),
+    };
+    let tools = Toolbox::of_this_binary()?;
+    let mut prepared = Vec::new();
+    let mut columns = Columns {
+        systems: Vec::new(),
+        missing: Vec::new(),
+    };
+    for system in wanted {
+        match prepare(system, &tools) {
+            Ok(p) => {
+                columns.systems.push(system.name());
+                prepared.push(p);
+            }
+            Err(missing) => {
+                emit(
+                    args.json,
+                    &json!({"system": system.name(), "missing": missing.reason}),
+                    &missing.to_string(),
+                );
+                columns.missing.push((system.name(), missing.reason));
+            }
         }
-        if !failed.is_empty() {
-            bail!(
-                "transfers that did not complete intact: {}",
-                failed.join("; ")
+    }
+    Ok((prepared, columns))
+}
+
+/// A flag set by SIGINT, SIGTERM or SIGHUP, so that the suite stops between
+/// transfers and still writes what it has.
+fn stop_on_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    Ok(stop)
+}
+
+/// Raises the machine's socket buffer ceilings to what the largest cell
+/// needs, for as long as the returned guard lives.
+fn raise_socket_limits(cells: &[Cell]) -> Option<SocketLimits> {
+    let largest_buffer = cells
+        .iter()
+        .map(|c| transfer_of(c).socket_buffer())
+        .max()
+        .unwrap_or(0);
+    // A machine whose /proc/sys is read-only (some containers) still runs
+    // the suite, with the peers that cannot raise their buffers themselves
+    // held to its ceilings; the run says so.
+    SocketLimits::raise(largest_buffer)
+        .inspect_err(|e| {
+            eprintln!(
+                "ltx-bench emu: the socket buffer ceilings stay as they are ({e:#}); NORM and \
+                 kcp-go get at most those buffers"
             );
-        }
+        })
+        .ok()
+}
+
+/// `--quick` fails unless every system was built and every transfer
+/// completed intact.
+fn check_quick(runs: &[Run], columns: &Columns) -> anyhow::Result<()> {
+    let failed: Vec<String> = runs
+        .iter()
+        .filter(|r| r.time().is_none())
+        .map(|r| format!("{} on {}: {}", r.system, r.cell.label(), r.note))
+        .collect();
+    if !columns.missing.is_empty() {
+        bail!(
+            "missing systems: {}",
+            columns
+                .missing
+                .iter()
+                .map(|(s, why)| format!("{s} ({why})"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    if !failed.is_empty() {
+        bail!(
+            "transfers that did not complete intact: {}",
+            failed.join("; ")
+        );
     }
     Ok(())
 }

@@ -12,33 +12,12 @@
 //! of the two paths' quantiles, for a whole round trip (two crossings of
 //! the forwarder).
 //!
-//! Measured on a 2-core VM shared with five concurrent compilers (load
-//! average 9–15), medians of each session's runs:
-//!
-//! | session | path      | kernel TCP  | round trip p50 | p99    | added p50 | added p99 |
-//! |---------|-----------|-------------|----------------|--------|-----------|-----------|
-//! | 3 runs  | emulator  | 1246 Mbit/s | 136 µs         | 288 µs | 57 µs     | 62 µs     |
-//! |         | veth pair | 3523 Mbit/s | 79 µs          | 225 µs |           |           |
-//! | 5 runs  | emulator  | 1494 Mbit/s | 100 µs         | 173 µs | 40 µs     | 62 µs     |
-//! |         | veth pair | 4498 Mbit/s | 60 µs          | 111 µs |           |           |
-//! | 5 runs  | emulator  | 1414 Mbit/s | 122 µs         | 204 µs | 54 µs     | 70 µs     |
-//! |         | veth pair | 4297 Mbit/s | 68 µs          | 134 µs |           |           |
-//! | 5 runs  | emulator  | 1487 Mbit/s | 126 µs         | 249 µs | 58 µs     | 108 µs    |
-//! |         | veth pair | 4656 Mbit/s | 68 µs          | 141 µs |           |           |
-//!
-//! In the last session a thread scheduled as the forwarder's woke from a
-//! 200 µs sleep 35 µs late at p50 and 156 µs at p99. At other moments of
-//! the same day, with the host taking 16 % of the VM's CPU time (`steal`
-//! in `/proc/stat`), a minimal `SCHED_FIFO` sleeper (200 µs sleeps for
-//! four seconds) woke 43 µs late at p50, 0.6 ms at p99, 9 ms at p99.9 and
-//! 27 ms at worst; the emulator's releases showed tails of the same size
-//! (tens of ms at p99 on a 50 Mbit/s, 600 ms path) in that hour. That, not
-//! the forwarder, bounds the tails of an emulated path's timing here.
-//!
-//! The forwarder's two threads used 4.6–5.2 CPU-seconds per gigabyte
-//! carried, the receiving stack's work on the packets they write included.
-//! The veth pair hands TCP 64 KB segments (TSO/GRO); the TUN devices carry
-//! packets of at most the MTU, each one read and written separately.
+//! The benchmark also reports the machine's wake-up floor: how late a bare
+//! `SCHED_FIFO` thread wakes from a short sleep, which bounds what any
+//! latency figure on that machine can mean. The veth pair hands TCP 64 KB
+//! segments (TSO/GRO); the TUN devices carry packets of at most the MTU,
+//! each read and written separately. Figures are in `docs/results.md` ("The
+//! emulator's forwarder").
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, UdpSocket};

@@ -95,12 +95,8 @@ pub(crate) struct LoopbackArgs {
 }
 
 /// Where the two ends of a transfer run; the same for every system.
-///
 /// `shared` is the default because it is each system's best on a two-core
-/// machine: TCP's two ends then run on one core most of the time, where the
-/// loopback hand-off stays in cache, at about twice its `per-side` throughput
-/// and half its CPU per gigabyte; quinn does the same either way, within
-/// the noise.
+/// machine (see `docs/benchmarks.md`, "Loopback").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Threads {
     /// Each end on a tokio runtime of its own with one worker thread, as two

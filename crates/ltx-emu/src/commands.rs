@@ -45,15 +45,11 @@ pub struct CommandOutcome {
 }
 
 impl Emulator {
-    /// Runs `server` (if any) in the server namespace and, once it is
-    /// ready as `wait` says, `client` in the client namespace; waits for
-    /// the client, then stops the server's process group (SIGTERM, then
-    /// SIGKILL after two seconds).
-    ///
-    /// Build the commands with [`NetNamespace::command`](crate::NetNamespace::command)
-    /// on [`server`](Emulator::server) and [`client`](Emulator::client).
-    /// When `interrupted` becomes true (a signal handler's flag), the
-    /// client is stopped the same way and the run ends.
+    /// Runs `server` (if any) in the server namespace and, once it is ready
+    /// as `wait` says, `client` in the client namespace; waits for the client,
+    /// then stops the server's process group (SIGTERM, SIGKILL two seconds
+    /// later). Build both with [`NetNamespace::command`](crate::NetNamespace::command).
+    /// When `interrupted` becomes true, the client is stopped the same way.
     pub fn run_commands(
         &self,
         server: Option<Command>,

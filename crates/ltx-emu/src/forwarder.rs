@@ -13,11 +13,10 @@
 //! (the emulator runs as root, so it is granted): the emulated network
 //! must not wait behind the programs it carries, nor behind whatever else
 //! the machine runs. Writing a packet into the egress device runs the
-//! receiving stack's work in the forwarder's thread, so this matters: on a
-//! 2-core VM shared with compilers (load average 9), kernel TCP through a
-//! link without impairment went from about 280 Mbit/s under the default
-//! policy to 1100–1290 Mbit/s (`ltx-bench forwarder`). Since the threads
-//! never spin, they take from other work only what forwarding costs.
+//! receiving stack's work in the forwarder's thread, so on a busy machine
+//! this decides the path's throughput (measured in `docs/results.md`, "The
+//! emulator's forwarder"). Since the threads never spin, they take from
+//! other work only what forwarding costs.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;

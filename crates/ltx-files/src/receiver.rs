@@ -77,20 +77,13 @@ pub struct Received {
     pub already_present: bool,
 }
 
-/// Receives one file into `dir` over one stream: reads the sender's offer
-/// from `reader`, answers on `writer`, and on acceptance stores the data
-/// under `dir`.
-///
-/// An identical file already at the name (same size, same BLAKE3) is
-/// reported as present, with or without `force`, and no data is sent. The
-/// partial file is kept when the stream breaks or the disk fills, so that a
-/// rerun resumes; it is deleted when the data does not match the offered
-/// hash. Nothing appears under the final name unless the whole file arrived
-/// and verified. On return the function has shut `writer` down.
-///
-/// It does not time out on its own: a caller that wants a deadline wraps the
-/// future in `tokio::time::timeout`; dropping it is as safe as a broken
-/// stream.
+/// Receives one file into `dir` over one stream: reads the offer from
+/// `reader`, answers on `writer` (shut down on return), and stores the data.
+/// An identical file already there (same size and BLAKE3) is reported
+/// present, even without `force`, and nothing is sent. Nothing appears under
+/// the final name unless the whole file verified; the partial file stays for
+/// a rerun, unless its hash was wrong. It has no timeout of its own (wrap it
+/// in `tokio::time::timeout`); dropping it is as safe as a broken stream.
 pub async fn receive_file<R, W, P>(
     reader: &mut R,
     writer: &mut W,
@@ -105,24 +98,7 @@ where
 {
     let offer = read_offer(reader, writer).await?;
     let mut part = match prepare(dir, &offer, options, &mut progress).await {
-        Ok(Prepared::Present(path)) => {
-            wire::write_messages(writer, &[], &[Message::Present])
-                .await
-                .map_err(|source| TransferError::PeerClosed {
-                    stage: Stage::Reply,
-                    source,
-                })?;
-            let _ = writer.shutdown().await;
-            return Ok(Received {
-                name: offer.name,
-                path,
-                size: offer.size,
-                hash: offer.hash,
-                resumed_from: offer.size,
-                bytes_received: 0,
-                already_present: true,
-            });
-        }
+        Ok(Prepared::Present(path)) => return answer_present(writer, offer, path).await,
         Ok(Prepared::Ready(part)) => part,
         Err(refusal) => return Err(refuse(writer, refusal).await),
     };
@@ -130,31 +106,9 @@ where
     // What is already here, and its hash, which stays in the hasher so that
     // the prefix is read once.
     let mut hasher = blake3::Hasher::new();
-    let offset = if part.held > offer.size {
-        // Longer than the file it is named after: not a prefix of it.
-        if let Err(e) = part.file.set_len(0).await {
-            let refusal = refuse_io(&offer.name, "cannot reset the partial file of", e);
-            return Err(refuse(writer, refusal).await);
-        }
-        0
-    } else if part.held > 0 {
-        match hash_from(
-            &mut part.file,
-            &mut hasher,
-            Some(part.held),
-            part.held,
-            &mut progress,
-        )
-        .await
-        {
-            Ok(n) => n,
-            Err(e) => {
-                let refusal = refuse_io(&offer.name, "cannot read the partial file of", e);
-                return Err(refuse(writer, refusal).await);
-            }
-        }
-    } else {
-        0
+    let offset = match hash_held_prefix(&mut part, &offer, &mut hasher, &mut progress).await {
+        Ok(offset) => offset,
+        Err(refusal) => return Err(refuse(writer, refusal).await),
     };
     let accept = Message::Accept {
         offset,
@@ -167,41 +121,10 @@ where
             source,
         })?;
 
-    let start = match wire::read_message(reader).await {
-        Ok(Message::Start { offset: start }) if start == offset || start == 0 => start,
-        Ok(Message::Start { offset: got }) => {
-            let error = ProtocolError::BadStart {
-                offered: offset,
-                got,
-            };
-            return Err(fail(writer, error.into()).await);
-        }
-        Ok(other) => {
-            let error = ProtocolError::Unexpected {
-                expected: "START",
-                got: other.kind(),
-            };
-            return Err(fail(writer, error.into()).await);
-        }
-        Err(ReadError::Malformed(error)) => return Err(fail(writer, error.into()).await),
-        Err(ReadError::Closed(source)) => {
-            return Err(TransferError::PeerClosed {
-                stage: Stage::Start,
-                source,
-            })
-        }
-    };
-    if start != offset {
-        // The sender's prefix differs from ours: ours is of no use.
-        hasher.reset();
-        if let Err(e) = part.file.set_len(0).await {
-            return Err(fail(writer, TransferError::local("truncate", &part.path, e)).await);
-        }
+    let start = read_start(reader, writer, offset).await?;
+    if let Err(error) = position_at_start(&mut part, &mut hasher, start, offset).await {
+        return Err(fail(writer, error).await);
     }
-    if let Err(e) = part.file.seek(SeekFrom::Start(start)).await {
-        return Err(fail(writer, TransferError::local("seek in", &part.path, e)).await);
-    }
-
     receive_data(
         reader,
         writer,
@@ -213,7 +136,122 @@ where
         &mut progress,
     )
     .await?;
+    verify_and_store(writer, part, offer, hasher, start, options).await
+}
 
+/// Answers an offer of a file that is already here, identical: nothing is
+/// sent, and the file counts as received.
+async fn answer_present<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    offer: Offer,
+    path: PathBuf,
+) -> Result<Received, TransferError> {
+    wire::write_messages(writer, &[], &[Message::Present])
+        .await
+        .map_err(|source| TransferError::PeerClosed {
+            stage: Stage::Reply,
+            source,
+        })?;
+    let _ = writer.shutdown().await;
+    Ok(Received {
+        name: offer.name,
+        path,
+        size: offer.size,
+        hash: offer.hash,
+        resumed_from: offer.size,
+        bytes_received: 0,
+        already_present: true,
+    })
+}
+
+/// Feeds the prefix the partial file already holds into `hasher` and
+/// returns its length, the offset the receiver offers to resume from.
+async fn hash_held_prefix(
+    part: &mut Part,
+    offer: &Offer,
+    hasher: &mut blake3::Hasher,
+    progress: &mut impl FnMut(Progress),
+) -> Result<u64, Refusal> {
+    if part.held > offer.size {
+        // Longer than the file it is named after: not a prefix of it.
+        part.file
+            .set_len(0)
+            .await
+            .map_err(|e| refuse_io(&offer.name, "cannot reset the partial file of", e))?;
+        Ok(0)
+    } else if part.held > 0 {
+        hash_from(&mut part.file, hasher, Some(part.held), part.held, progress)
+            .await
+            .map_err(|e| refuse_io(&offer.name, "cannot read the partial file of", e))
+    } else {
+        Ok(0)
+    }
+}
+
+/// Reads the sender's START: the offer's offset, or 0 to start over.
+/// Anything else is answered as a failure.
+async fn read_start<R, W>(reader: &mut R, writer: &mut W, offset: u64) -> Result<u64, TransferError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    match wire::read_message(reader).await {
+        Ok(Message::Start { offset: start }) if start == offset || start == 0 => Ok(start),
+        Ok(Message::Start { offset: got }) => {
+            let error = ProtocolError::BadStart {
+                offered: offset,
+                got,
+            };
+            Err(fail(writer, error.into()).await)
+        }
+        Ok(other) => {
+            let error = ProtocolError::Unexpected {
+                expected: "START",
+                got: other.kind(),
+            };
+            Err(fail(writer, error.into()).await)
+        }
+        Err(ReadError::Malformed(error)) => Err(fail(writer, error.into()).await),
+        Err(ReadError::Closed(source)) => Err(TransferError::PeerClosed {
+            stage: Stage::Start,
+            source,
+        }),
+    }
+}
+
+/// Places the partial file at `start`; a sender that starts over (at 0
+/// rather than at `offset`) makes the prefix held here useless.
+async fn position_at_start(
+    part: &mut Part,
+    hasher: &mut blake3::Hasher,
+    start: u64,
+    offset: u64,
+) -> Result<(), TransferError> {
+    if start != offset {
+        // The sender's prefix differs from ours: ours is of no use.
+        hasher.reset();
+        part.file
+            .set_len(0)
+            .await
+            .map_err(|e| TransferError::local("truncate", &part.path, e))?;
+    }
+    part.file
+        .seek(SeekFrom::Start(start))
+        .await
+        .map_err(|e| TransferError::local("seek in", &part.path, e))?;
+    Ok(())
+}
+
+/// Syncs the complete partial file, checks its hash against the offer's,
+/// stores it under its final name and tells the sender the outcome.
+async fn verify_and_store<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    mut part: Part,
+    offer: Offer,
+    hasher: blake3::Hasher,
+    start: u64,
+    options: &ReceiveOptions,
+) -> Result<Received, TransferError> {
     if let Err(e) = sync(&mut part.file).await {
         return Err(fail(writer, TransferError::local("sync", &part.path, e)).await);
     }
@@ -340,9 +378,47 @@ async fn prepare(
 ) -> Result<Prepared, Refusal> {
     let name = &offer.name;
     let final_path = name.under(dir);
+    let directories = check_directories(dir, name).await?;
 
-    // The directories on the way: each must be a real directory or absent.
-    // A symbolic link is refused, so the name cannot lead out of `dir`.
+    let part_path = part_path(&final_path, name.file_name(), &offer.hash);
+    let mut held = 0;
+    if directories.missing.is_empty() {
+        if check_final_name(&final_path, offer, options, progress).await? {
+            return Ok(Prepared::Present(final_path));
+        }
+        held = held_bytes(&part_path, name).await?;
+    }
+    check_space(&directories.deepest_existing, offer, held, options)?;
+    create_directories(&directories.missing, name).await?;
+
+    let file = open_part(part_path.clone()).await.map_err(|e| match e {
+        OpenError::Busy => Refusal {
+            reason: RefuseReason::Io,
+            message: format!("another transfer of {name} is in progress on the receiver"),
+        },
+        OpenError::Io(e) => refuse_io(name, "cannot open the partial file of", e),
+    })?;
+    Ok(Prepared::Ready(Part {
+        file,
+        path: part_path,
+        final_path,
+        held,
+    }))
+}
+
+/// The directories on the way to a file, as found before any is created.
+#[derive(Debug)]
+struct Directories {
+    /// The deepest one that exists, where the free space is read.
+    deepest_existing: PathBuf,
+    /// The ones to create, outermost first.
+    missing: Vec<PathBuf>,
+}
+
+/// Checks the directories on the way to `name` under `dir`: each must be a
+/// real directory or absent. A symbolic link is refused, so the name cannot
+/// lead out of `dir`.
+async fn check_directories(dir: &Path, name: &TransferName) -> Result<Directories, Refusal> {
     let components: Vec<&str> = name.components().collect();
     let directories = &components[..components.len() - 1];
     let mut deepest_existing = dir.to_path_buf();
@@ -373,56 +449,78 @@ async fn prepare(
             Err(e) => return Err(refuse_io(name, "cannot inspect a directory of", e)),
         }
     }
+    Ok(Directories {
+        deepest_existing,
+        missing,
+    })
+}
 
-    let part_path = part_path(&final_path, name.file_name(), &offer.hash);
-    let mut held = 0;
-    if missing.is_empty() {
-        match tokio::fs::symlink_metadata(&final_path).await {
-            Ok(meta) if meta.is_dir() => {
+/// Checks what is at the file's final name: true if it is the offered file
+/// already, identical; an error if something else is there that may not be
+/// replaced.
+async fn check_final_name(
+    final_path: &Path,
+    offer: &Offer,
+    options: &ReceiveOptions,
+    progress: &mut impl FnMut(Progress),
+) -> Result<bool, Refusal> {
+    let name = &offer.name;
+    match tokio::fs::symlink_metadata(final_path).await {
+        Ok(meta) if meta.is_dir() => Err(Refusal {
+            reason: RefuseReason::Exists,
+            message: format!("{name} exists on the receiver and is a directory"),
+        }),
+        Ok(meta) => {
+            if meta.is_file() && meta.len() == offer.size {
+                match hash_existing(final_path, meta.len(), progress).await {
+                    Ok(hash) if hash == offer.hash => return Ok(true),
+                    Ok(_) => {}
+                    Err(e) => return Err(refuse_io(name, "cannot read the existing", e)),
+                }
+            }
+            if !options.force {
                 return Err(Refusal {
                     reason: RefuseReason::Exists,
-                    message: format!("{name} exists on the receiver and is a directory"),
-                })
+                    message: format!(
+                        "{name} already exists on the receiver (overwrite with --force)"
+                    ),
+                });
             }
-            Ok(meta) => {
-                if meta.is_file() && meta.len() == offer.size {
-                    match hash_existing(&final_path, meta.len(), progress).await {
-                        Ok(hash) if hash == offer.hash => return Ok(Prepared::Present(final_path)),
-                        Ok(_) => {}
-                        Err(e) => return Err(refuse_io(name, "cannot read the existing", e)),
-                    }
-                }
-                if !options.force {
-                    return Err(Refusal {
-                        reason: RefuseReason::Exists,
-                        message: format!(
-                            "{name} already exists on the receiver (overwrite with --force)"
-                        ),
-                    });
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(refuse_io(name, "cannot inspect", e)),
+            Ok(false)
         }
-        match tokio::fs::symlink_metadata(&part_path).await {
-            Ok(meta) if meta.is_file() => held = meta.len(),
-            Ok(_) => {
-                return Err(Refusal {
-                    reason: RefuseReason::Io,
-                    message: format!("the partial file of {name} is not a regular file"),
-                })
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(refuse_io(name, "cannot inspect the partial file of", e)),
-        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(refuse_io(name, "cannot inspect", e)),
     }
+}
 
+/// How many bytes the partial file from an earlier attempt holds; 0 if
+/// there is none.
+async fn held_bytes(part_path: &Path, name: &TransferName) -> Result<u64, Refusal> {
+    match tokio::fs::symlink_metadata(part_path).await {
+        Ok(meta) if meta.is_file() => Ok(meta.len()),
+        Ok(_) => Err(Refusal {
+            reason: RefuseReason::Io,
+            message: format!("the partial file of {name} is not a regular file"),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(refuse_io(name, "cannot inspect the partial file of", e)),
+    }
+}
+
+/// Refuses the offer if the rest of the file does not fit on the disk, or
+/// within the receiver's limit on one file.
+fn check_space(
+    deepest_existing: &Path,
+    offer: &Offer,
+    held: u64,
+    options: &ReceiveOptions,
+) -> Result<(), Refusal> {
     // A partial file longer than the offer is started over, so it counts
     // for nothing here.
     let kept = if held <= offer.size { held } else { 0 };
     let need = offer.size - kept;
-    let mut have = available_space(&deepest_existing)
-        .map_err(|e| refuse_io(name, "cannot read the free space for", e))?;
+    let mut have = available_space(deepest_existing)
+        .map_err(|e| refuse_io(&offer.name, "cannot read the free space for", e))?;
     if let Some(limit) = options.max_file_bytes {
         have = have.min(limit.saturating_sub(kept));
     }
@@ -432,8 +530,12 @@ async fn prepare(
             message: format!("not enough space: need {need} bytes, have {have} bytes"),
         });
     }
+    Ok(())
+}
 
-    for path in &missing {
+/// Creates the missing directories on the way to the file, outermost first.
+async fn create_directories(missing: &[PathBuf], name: &TransferName) -> Result<(), Refusal> {
+    for path in missing {
         match tokio::fs::create_dir(path).await {
             Ok(()) => {}
             // Another transfer made it meanwhile; it must still be a real
@@ -449,20 +551,7 @@ async fn prepare(
             Err(e) => return Err(refuse_io(name, "cannot create a directory for", e)),
         }
     }
-
-    let file = open_part(part_path.clone()).await.map_err(|e| match e {
-        OpenError::Busy => Refusal {
-            reason: RefuseReason::Io,
-            message: format!("another transfer of {name} is in progress on the receiver"),
-        },
-        OpenError::Io(e) => refuse_io(name, "cannot open the partial file of", e),
-    })?;
-    Ok(Prepared::Ready(Part {
-        file,
-        path: part_path,
-        final_path,
-        held,
-    }))
+    Ok(())
 }
 
 /// The partial file's path: hidden, beside the final one, named after the

@@ -33,18 +33,12 @@ pub struct Sent {
 }
 
 /// Sends the file at `path` under `name` over one stream: writes on `writer`
-/// and reads the receiver's answers from `reader`. Returns once the receiver
-/// reports the file verified and stored under its final name.
-///
-/// The file is read twice: once to hash it for the offer, and again to send
-/// it; a resume reads the prefix a third time to compare it with the
-/// receiver's. Should the file change in between, the receiver's check of
-/// the whole file fails and nothing is stored.
-///
-/// While the data flows the function also listens to the receiver, so that
-/// a receiver that gives up (a full disk) is heard at once rather than
-/// after the last byte. On return it has shut `writer` down, except when the
-/// stream already failed.
+/// (shut down on return, unless the stream failed) and reads the receiver's
+/// answers from `reader`, also while the data flows, so that a receiver that
+/// gives up is heard at once. Returns once the receiver reports the file
+/// verified and stored. The file is read to hash it and again to send it
+/// (a resume also rereads the prefix to compare); should it change in
+/// between, the receiver's check fails and nothing is stored.
 pub async fn send_file<R, W, P>(
     reader: &mut R,
     writer: &mut W,

@@ -11,13 +11,11 @@
 #[cfg(target_os = "linux")]
 const TIMER_SLACK_NS: u64 = 1_000;
 
-/// The thread's scheduler time slice. The EEVDF scheduler (Linux 6.6 and
-/// later) gives a waking thread the CPU before a busy one only if its
-/// virtual deadline is earlier, and that deadline is one slice away
-/// (0.75 ms times 1 + log2 of the CPU count by default, 1.5 ms on two
-/// cores): with a short slice the thread's wake-ups preempt the endpoints
-/// and builds sharing its cores sooner. Since Linux 6.12 any thread may
-/// choose its own slice down to 100 µs; older kernels ignore it.
+/// The thread's scheduler time slice. EEVDF (Linux 6.6 and later) lets a
+/// waking thread preempt a busy one only if its virtual deadline, one slice
+/// away (1.5 ms by default on two cores), is earlier, so a short slice wakes
+/// it sooner. Since Linux 6.12 any thread may choose a slice down to 100 µs;
+/// older kernels ignore it.
 #[cfg(target_os = "linux")]
 const SLICE_NS: u64 = 100_000;
 
@@ -44,15 +42,11 @@ pub fn prefer_prompt_wakeups() {
 #[cfg(target_os = "linux")]
 const REALTIME_PRIORITY: i32 = 1;
 
-/// Moves the current thread to the `SCHED_FIFO` real-time policy at its
-/// lowest priority, so that when it wakes it runs at once, ahead of every
-/// ordinary thread, however busy the machine. Needs root (or
-/// `CAP_SYS_NICE`); where refused, the thread keeps its policy and the
-/// error is returned.
-///
-/// Only for threads that never spin: the kernel lets real-time threads
-/// use at most `kernel.sched_rt_runtime_us` of each second
-/// (95 % by default), and a busy one would take that from everything else.
+/// Moves the current thread to `SCHED_FIFO` at its lowest priority, so that
+/// it runs as soon as it wakes, ahead of every ordinary thread. Needs root
+/// (or `CAP_SYS_NICE`); where refused, the error is returned and the thread
+/// keeps its policy. Only for threads that never spin: a busy one would take
+/// up to 95 % of a CPU (`kernel.sched_rt_runtime_us`) from everything else.
 pub fn prefer_realtime_scheduling() -> std::io::Result<()> {
     #[cfg(target_os = "linux")]
     {

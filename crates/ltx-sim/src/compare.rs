@@ -1,5 +1,5 @@
-//! Every preset over the seed scenario matrix (DESIGN.md, "The seed
-//! scenario matrix"): which cells to run ([`Plan`]), running them on
+//! Every preset over the seed scenario matrix (`docs/benchmarks.md`, "The
+//! simulator comparison"): which cells to run ([`Plan`]), running them on
 //! worker threads ([`run_all`]), and medians per cell and preset with the
 //! targets they meet ([`summarize`], [`targets`]).
 //!

@@ -1,16 +1,13 @@
-//! The measures every benchmark reports (see DESIGN.md, "Metrics"):
+//! The measures every benchmark reports (`docs/results.md`, "Terms"):
 //! percentiles of delays, Jain's fairness index, and the ideal completion
 //! time a transfer is compared against.
 
 use std::time::Duration;
 
-/// The `q`-quantile of `samples` by the nearest-rank method: the smallest
-/// sample such that at least a fraction `q` of all samples are at most it
-/// (`q = 0.5` is the median, `q = 1` the maximum, `q = 0` the minimum).
-/// Always one of the samples, never an interpolation.
-///
-/// Sorts `samples` in place. `None` if there are no samples, any is NaN, or
-/// `q` is outside `0..=1`.
+/// The `q`-quantile of `samples` by the nearest rank: the smallest sample
+/// that at least a fraction `q` of them do not exceed, never an
+/// interpolation. Sorts `samples` in place. `None` if there are none, any is
+/// NaN, or `q` is outside `0..=1`.
 pub fn percentile(samples: &mut [f64], q: f64) -> Option<f64> {
     if samples.is_empty() || !(0.0..=1.0).contains(&q) || samples.iter().any(|s| s.is_nan()) {
         return None;
@@ -39,15 +36,12 @@ pub fn jain(throughputs: &[f64]) -> Option<f64> {
     Some(sum * sum / (throughputs.len() as f64 * squares))
 }
 
-/// The ideal completion time `T*` of a transfer of `bytes` over a path of
-/// capacity `rate_bps` (bits per second), round trip `rtt` and random loss
-/// rate `loss`: `R + R/2 + S·8 / (C·(1−p)·f)` — one round trip of
-/// handshake, half a round trip for the last byte to arrive, and the bytes
-/// at the capacity of an erasure channel. `payload_fraction` (`f`) is the
-/// share of a full packet's wire bytes that is payload.
-///
-/// `Duration::MAX` when the path carries nothing (zero rate, `loss ≥ 1`,
-/// `f ≤ 0`) or the time does not fit a `Duration`.
+/// The ideal completion time `T* = R + R/2 + S·8 / (C·(1−p)·f)` of `bytes`
+/// over a path of `rate_bps`, round trip `rtt` and random `loss`: a round
+/// trip of handshake, half one for the last byte, and the bytes at the
+/// capacity of an erasure channel, `f` (`payload_fraction`) being a full
+/// packet's share of payload. `Duration::MAX` when the path carries nothing
+/// or the time does not fit.
 pub fn ideal_completion(
     bytes: u64,
     rate_bps: u64,

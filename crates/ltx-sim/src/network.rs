@@ -122,12 +122,9 @@ struct Slot<N> {
 }
 
 /// A simulated network: nodes joined in pairs by routes over links, run in
-/// virtual time by [`run`](Network::run).
-///
-/// Everything random (each link's loss, jitter, duplication, corruption)
-/// draws from seeds taken from one master generator seeded at
-/// [`new`](Network::new), so a run is replayed exactly from its seed.
-/// Nodes and links are visited in index order, never in hash order.
+/// virtual time by [`run`](Network::run). Every link's randomness comes from
+/// one generator seeded at [`new`](Network::new), and nodes and links are
+/// visited in index order, so a run replays exactly from its seed.
 pub struct Network<N> {
     epoch: Instant,
     now: Instant,
@@ -308,21 +305,17 @@ impl<N: Node> Network<N> {
 
     /// Runs the network from event to event until `stop` returns true, the
     /// next event lies beyond `deadline`, or nothing is pending anywhere.
-    ///
-    /// It first polls every node for datagrams to send (nodes may have been
-    /// given work since the last run) and checks `stop`. Then each step
-    /// advances virtual time to the earliest pending event (a link delivery
-    /// or a node timeout; a timeout in the past fires now), moves every
-    /// arrived datagram on to its next link or its node, fires due
-    /// timeouts, polls the nodes that got input, and checks `stop`.
-    ///
-    /// On [`StopReason::Deadline`] virtual time stands at `deadline`, so a
-    /// later run with a later deadline carries on seamlessly.
+    /// Each step moves virtual time to the earliest link delivery or node
+    /// timeout, delivers and fires what is due, polls the nodes that got
+    /// input, then checks `stop`. On [`StopReason::Deadline`] time stands at
+    /// `deadline`, so a later run carries on seamlessly.
     pub fn run(
         &mut self,
         deadline: Instant,
         mut stop: impl FnMut(&Network<N>) -> bool,
     ) -> RunOutcome {
+        // Every node is polled first: it may have been given work since the
+        // last run.
         for slot in &mut self.nodes {
             slot.touched = true;
         }

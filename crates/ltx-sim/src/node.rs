@@ -4,16 +4,12 @@ use std::time::Instant;
 
 use ltx_link::Datagram;
 
-/// An endpoint attached to the network, in the sans-IO shape: it is given
-/// datagrams and timeouts with the current virtual time and is asked for the
-/// datagrams it wants to send and for its next timeout.
-///
-/// After every input (a datagram or a timeout) the network calls
-/// [`poll_transmit`](Node::poll_transmit) until it returns `None`, then
-/// [`poll_timeout`](Node::poll_timeout). A node must therefore not return
-/// `Some` from `poll_transmit` forever, and must move or clear its timeout
-/// once [`handle_timeout`](Node::handle_timeout) has run, or virtual time
-/// never advances.
+/// An endpoint attached to the network, in the sans-IO shape: given
+/// datagrams and timeouts with the virtual time, asked for datagrams to send
+/// and its next timeout. After every input the network calls
+/// [`poll_transmit`](Node::poll_transmit) until `None`, then
+/// [`poll_timeout`](Node::poll_timeout); a node that never stops sending, or
+/// keeps a timeout that has fired, stops virtual time.
 pub trait Node {
     /// Takes a datagram that has arrived at `now`.
     fn handle_datagram(&mut self, now: Instant, datagram: Datagram);

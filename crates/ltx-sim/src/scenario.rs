@@ -1,5 +1,5 @@
-//! Scenarios: a path, a transfer and a seed in; the seed metrics of
-//! DESIGN.md out.
+//! Scenarios: a path, a transfer and a seed in; the metrics the benchmarks
+//! report out (`docs/results.md`, "Terms").
 
 use std::time::{Duration, Instant};
 

@@ -49,16 +49,12 @@ impl<N: Node> Network<N> {
         Ok((net, a, b))
     }
 
-    /// Flows that share one bottleneck each way (a dumbbell). Each flow is
-    /// `(a, b, access)`: `a`'s datagrams cross an access link of its own
-    /// (see [`Access`]), then `bottleneck_forward`, to `b`; `b`'s cross
-    /// `bottleneck_reverse`, then a second access link like the first, to
-    /// `a`. A flow's round trip is therefore the bottleneck's plus twice
-    /// its access delay.
-    ///
-    /// Returns the network and each flow's `(a, b)`, in the order given.
-    /// Links are numbered forward bottleneck, reverse bottleneck, then each
-    /// flow's forward and reverse access link; nodes `a0, b0, a1, b1, …`.
+    /// Flows that share one bottleneck each way (a dumbbell): each flow
+    /// `(a, b, access)` crosses an [`Access`] link of its own, then the
+    /// bottleneck, each way, so its round trip is the bottleneck's plus twice
+    /// its access delay. Returns the network and each flow's `(a, b)` in the
+    /// order given; links are numbered forward bottleneck, reverse
+    /// bottleneck, then each flow's forward and reverse access link.
     #[allow(clippy::type_complexity)] // the pair of ids per flow reads best spelled out
     pub fn dumbbell(
         epoch: Instant,

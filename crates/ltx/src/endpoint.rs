@@ -380,15 +380,11 @@ impl Endpoint {
         }
     }
 
-    /// Connects to a server whose static public key is `server_key` and
-    /// completes the handshake (with [`Security::Plain`] the key is not
-    /// used).
-    ///
-    /// Fails with [`ConnectError::Closed`] carrying
-    /// [`CloseReason::HandshakeTimeout`] if the server does not answer
-    /// within the transport's idle timeout: a server that is not there, or
-    /// one that refused this client (a server never tells a client it
-    /// cannot authenticate why).
+    /// Connects to a server whose static public key is `server_key` (unused
+    /// with [`Security::Plain`]) and completes the handshake. A server that
+    /// is not there, or refused this client (it never says why), shows as
+    /// [`ConnectError::Closed`] with [`CloseReason::HandshakeTimeout`] after
+    /// the transport's idle timeout.
     pub async fn connect(
         &self,
         server: SocketAddr,
@@ -789,17 +785,11 @@ async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
     }
 }
 
-/// Asks, once per thread that runs a driver, for the short time slice and
-/// timer slack of `ltx-realtime`.
-///
-/// Every wait for the CPU between a datagram's arrival and the driver's
-/// handling of it ends up in the protocol's RTT samples, and the
-/// controller reads a longer RTT as a standing queue; on a short path with
-/// heavy loss it cuts its window at every loss. On a two-core machine at
-/// load average 8, a 100 Mbit/s, 20 ms path with 20 % loss took a median
-/// of 0.76 s over five seeds (the simulator: 0.61 s), and 0.66–0.70 s with
-/// a 100 µs slice. The request only moves the thread's wake-ups earlier;
-/// a thread under another policy keeps its own.
+/// Asks, once per driver thread, for `ltx-realtime`'s short time slice and
+/// timer slack: every wait for the CPU between a datagram's arrival and its
+/// handling ends up in the RTT samples, which the controller reads as a
+/// standing queue (measured in `docs/results.md`, "Earlier emulated runs").
+/// It only moves wake-ups earlier; a thread under another policy keeps its own.
 fn ask_for_prompt_wakeups() {
     thread_local! {
         static ASKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };

@@ -68,7 +68,7 @@ impl Cell {
         }
     }
 
-    /// The ideal completion time T* of DESIGN.md.
+    /// The ideal completion time T* (`docs/results.md`, "Terms").
     pub(crate) fn ideal(&self) -> Duration {
         self.scenario(1).ideal()
     }
@@ -165,11 +165,9 @@ impl TablePlan {
 }
 
 /// Runs of each system on each cell of `table` in the full suite: three
-/// on the short path; one on the long one, where a run of the slower
-/// peers takes 5 to 15 s and one that does not complete 32 to 46 s. Both
-/// tables took 34.5 minutes so on a two-core machine; a second run on the
-/// long path would have taken it to about an hour (its 200 runs took 28
-/// minutes).
+/// on the short path; one on the long one, where a single run of the slower
+/// peers takes 5 to 46 s, so that the suite stays well under an hour (see
+/// `docs/benchmarks.md`, "What `--full` runs").
 pub(crate) fn full_reps(table: Table) -> u64 {
     match table {
         Table::Correlated => 3,

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use ltx_emu::{Emulator, EmulatorConfig, ServerWait, SERVER_ADDR};
+use ltx_emu::{CommandOutcome, Emulator, EmulatorConfig, PathStats, ServerWait, SERVER_ADDR};
 
 use super::super::peer::report::{ClientReport, Outcome, ServerReport};
 use super::super::peer::systems::{commands, CommandLine, Prepared, Transfer};
@@ -104,20 +104,56 @@ pub(crate) fn run_once(
         seed,
     };
     let (server_line, client_line) = commands(prepared, &transfer);
-    let paths = ["server.out", "server.err", "client.out", "client.err"].map(|n| scratch.file(n));
+    let output = Output::in_scratch(scratch);
     let server = in_namespace(
         emulator.server().command(&server_line.program),
         &server_line,
-        &paths[0],
-        &paths[1],
+        &output.server_out,
+        &output.server_err,
     )?;
     let client = in_namespace(
         emulator.client().command(&client_line.program),
         &client_line,
-        &paths[2],
-        &paths[3],
+        &output.client_out,
+        &output.client_err,
     )?;
 
+    let (outcome, timed_out) = run_watched(&emulator, server, client, bound, stop)?;
+    let stats = emulator.shutdown();
+    if stop.load(Ordering::Relaxed) {
+        return Err(Interrupted.into());
+    }
+    Ok(measure(&stats, &output, outcome, bound, timed_out))
+}
+
+/// The files the peers write their output to.
+struct Output {
+    server_out: PathBuf,
+    server_err: PathBuf,
+    client_out: PathBuf,
+    client_err: PathBuf,
+}
+
+impl Output {
+    fn in_scratch(scratch: &Scratch) -> Output {
+        Output {
+            server_out: scratch.file("server.out"),
+            server_err: scratch.file("server.err"),
+            client_out: scratch.file("client.out"),
+            client_err: scratch.file("client.err"),
+        }
+    }
+}
+
+/// Runs the server and the client under a watchdog; returns how they ended
+/// and whether the watchdog stopped them.
+fn run_watched(
+    emulator: &Emulator,
+    server: Command,
+    client: Command,
+    bound: Duration,
+    stop: &AtomicBool,
+) -> anyhow::Result<(CommandOutcome, bool)> {
     // The emulator stops both ends when this flag is set: by the watchdog
     // at the bound (plus the server's start-up), or on a signal. A run
     // stopped there is over the bound whatever the client's start.
@@ -147,14 +183,20 @@ pub(crate) fn run_once(
         outcome
     })
     .context("running the peers")?;
-    let stats = emulator.shutdown();
-    if stop.load(Ordering::Relaxed) {
-        return Err(Interrupted.into());
-    }
+    Ok((outcome, timed_out))
+}
 
+/// What the run came to, from the peers' reports and the path's counters.
+fn measure(
+    stats: &PathStats,
+    output: &Output,
+    outcome: CommandOutcome,
+    bound: Duration,
+    timed_out: bool,
+) -> Measured {
     let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
-    let server_report = ServerReport::parse(&read(&paths[0]));
-    let client_report = ClientReport::parse(&read(&paths[2]));
+    let server_report = ServerReport::parse(&read(&output.server_out));
+    let client_report = ClientReport::parse(&read(&output.client_out));
     let mut measured = Measured {
         completed: false,
         verified: false,
@@ -193,8 +235,8 @@ pub(crate) fn run_once(
                 format!("{role}: {error} ({})", tail(&read(stderr)))
             };
             measured.note = match (server, client) {
-                (Err(e), _) => failed("server", e.to_string(), &paths[1]),
-                (_, Err(e)) => failed("client", e.to_string(), &paths[3]),
+                (Err(e), _) => failed("server", e.to_string(), &output.server_err),
+                (_, Err(e)) => failed("client", e.to_string(), &output.client_err),
                 _ => unreachable!("both reports were read"),
             };
             let client_end = match outcome.client {
@@ -207,7 +249,7 @@ pub(crate) fn run_once(
     if !measured.completed && measured.note.is_empty() {
         measured.note = format!("did not complete in {:.2} s", bound.as_secs_f64());
     }
-    Ok(measured)
+    measured
 }
 
 /// `line` run through the namespace's `command`, with its output in files.

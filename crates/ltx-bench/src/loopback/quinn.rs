@@ -19,13 +19,10 @@ use super::{Mark, RunMeasurement, Sides, Transfer};
 const SERVER_NAME: &str = "localhost";
 
 /// quinn's default transport, with Cubic, except for its flow-control
-/// windows. The defaults (1.25 MB per stream, 10 MB of unacknowledged
-/// sends) are sized for 100 Mbit/s at 100 ms; on loopback at several
-/// gigabits per second they would make the stream wait for window updates
-/// whenever a side is descheduled for a millisecond, which measures the
-/// windows rather than the transport. 32 MiB is tens of milliseconds at
-/// these rates: the transfer is bound by congestion control and CPU, not by
-/// flow control.
+/// windows: the defaults (1.25 MB per stream, 10 MB in flight) are sized for
+/// 100 Mbit/s at 100 ms, and on loopback would make a descheduled side wait
+/// for window updates. 32 MiB, tens of milliseconds at these rates, leaves
+/// the transfer bound by congestion control and CPU.
 fn transport() -> Arc<TransportConfig> {
     let mut transport = TransportConfig::default();
     transport
@@ -39,13 +36,11 @@ fn transport() -> Arc<TransportConfig> {
 /// `net.core.rmem_max` / `wmem_max`.
 const SOCKET_BUFFER: usize = 8 << 20;
 
-/// An endpoint on 127.0.0.1 whose UDP socket has large kernel buffers.
-///
-/// The default receive buffer (about 200 KiB) overflows whenever the
-/// receiving thread is descheduled for a moment at loopback speed, and each
-/// overflow is a loss that Cubic answers by halving its window. Deployments
-/// of QUIC raise these buffers for that reason; the kernel's TCP grows its
-/// own by autotuning, so this is what puts the two on equal footing.
+/// An endpoint on 127.0.0.1 whose UDP socket has large kernel buffers: the
+/// default receive buffer (about 200 KiB) overflows at loopback speed
+/// whenever the receiver is descheduled, a loss Cubic answers by halving its
+/// window. The kernel's TCP grows its buffers by autotuning; this puts quinn
+/// on the same footing, as deployments of QUIC do.
 fn endpoint(server: Option<ServerConfig>) -> anyhow::Result<Endpoint> {
     let socket = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))?;
     let state = UdpSocketState::new((&socket).into())?;

@@ -4,19 +4,12 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
 
-/// Asks for `bytes` of send and receive buffer on `socket`.
-///
-/// On a long-delay path a window is only as large as the buffers behind it
-/// (a 50 Mbit/s × 600 ms path holds 3.75 MB). An unprivileged socket gets at
-/// most `net.core.wmem_max` / `rmem_max` (about 200 KiB by default, and
-/// those two are the whole machine's, not a network namespace's); the
-/// `…FORCE` options, open to root as the benchmark runs, pass that limit, so
-/// they are tried first. For TCP a size set by hand also turns the kernel's
-/// autotuning off, which otherwise grows the buffers up to
-/// `net.ipv4.tcp_rmem` / `tcp_wmem`: those are per namespace, a new one
-/// starting from the kernel's defaults or from the host's values depending
-/// on the kernel, and the send side's default ceiling (4 MiB) is too small
-/// for the longest paths of the matrix; hence the option.
+/// Asks for `bytes` of send and receive buffer on `socket`: on a long-delay
+/// path a window is only as large as the buffers behind it (50 Mbit/s ×
+/// 600 ms is 3.75 MB). The `…FORCE` options, open to root, pass the
+/// machine's `net.core.wmem_max` / `rmem_max`, so they are tried first. For
+/// TCP this also replaces autotuning, whose per-namespace ceiling
+/// (`tcp_wmem`, 4 MiB by default) is too small for the longest paths.
 pub(crate) fn set_buffers(socket: BorrowedFd<'_>, bytes: u64) -> io::Result<()> {
     let value = libc::c_int::try_from(bytes / 2)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "socket buffer too large"))?;

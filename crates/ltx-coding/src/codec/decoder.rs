@@ -249,20 +249,20 @@ impl Decoder {
     }
 
     /// Equations lacking for the unknown symbols before `boundary`: how many
-    /// more, each involving at least one of them, would determine them all.
-    ///
-    /// Exact, not an estimate: a row's pivot is its first non-zero column,
-    /// so the rows that involve symbols before `boundary` are those whose
-    /// pivot lies there, one per pivot, and rows over later symbols only
-    /// never help. A sender whose repairs slide forward past `boundary`
-    /// learns from this what only an answer over older symbols can make up.
-    /// At most [`missing`](Decoder::missing) − [`rank`](Decoder::rank).
+    /// more, each involving at least one of them, would determine them all
+    /// (at most [`missing`](Decoder::missing) − [`rank`](Decoder::rank)). A
+    /// sender whose repairs slide past `boundary` learns from it what only
+    /// repairs over older symbols can make up.
     pub fn deficit_before(&mut self, boundary: SymbolId) -> u64 {
         let start = self.next_missing();
         let stop = boundary.min(self.end);
         let unknown = (start.0..stop.0.max(start.0))
             .filter(|&id| !self.is_known(SymbolId(id)))
             .count() as u64;
+        // Exact, not an estimate: a row's pivot is its first non-zero
+        // column, so the rows that involve symbols before `boundary` are
+        // those whose pivot lies there, one per pivot; rows over later
+        // symbols only never help.
         let rows = self
             .live_rows
             .iter()

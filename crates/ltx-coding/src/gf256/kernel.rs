@@ -233,13 +233,9 @@ impl Kernel {
     }
 
     /// `dst = Σ cᵢ·srcᵢ` over `sources` and `coefficients` taken in pairs,
-    /// overwriting `dst`; with no sources, `dst` is zeroed.
-    ///
-    /// The SIMD kernels walk `dst` a few registers at a time and gather every
-    /// source's product for that block in registers, so each source byte is
-    /// read once and each `dst` byte written once, instead of `dst` going
-    /// through memory once per source. Sources with coefficient 0 are not
-    /// read; those with coefficient 1 are added without a multiply.
+    /// overwriting `dst`; with no sources, `dst` is zeroed. Each source byte
+    /// is read once and each `dst` byte written once, however many sources;
+    /// sources with coefficient 0 are not read, those with 1 not multiplied.
     ///
     /// # Panics
     /// If `sources` and `coefficients` differ in number, or a source differs
@@ -250,11 +246,9 @@ impl Kernel {
     }
 
     /// `dst ^= Σ cᵢ·srcᵢ`: [`dot_product`](Kernel::dot_product) added to what
-    /// `dst` holds rather than overwriting it, at the same cost.
-    ///
-    /// This is the step of elimination a decoder repeats: subtracting (in
-    /// GF(2^8), adding) the known symbols' contributions from a repair symbol
-    /// in one pass over it.
+    /// `dst` holds, at the same cost. It is the decoder's elimination step:
+    /// subtracting the known symbols' contributions from a repair symbol in
+    /// one pass over it.
     ///
     /// # Panics
     /// As for [`dot_product`](Kernel::dot_product).

@@ -310,16 +310,12 @@ impl Cell {
         }
     }
 
-    /// Whether the cell runs `profile`: every preset but two, which take
-    /// minutes of CPU a run there:
-    ///
-    /// - lt-tcp on the shared drop-tail bottleneck, which it never backs
-    ///   off from (it answers ECN marks only), so that several such flows
-    ///   keep the queue overflowing;
-    /// - fectcp in the 100 MB table: each of its repairs combines every
-    ///   symbol of a block of up to 16 384, and it sends a round trip of
-    ///   them (2700 at 50 Mbit/s, 600 ms) before each block's
-    ///   acknowledgement, about 50 s of CPU per 10 MB block.
+    /// Whether the cell runs `profile`: every preset but two, which would
+    /// take minutes of CPU a run there: lt-tcp on the shared drop-tail
+    /// bottleneck (it answers ECN marks only, so its flows keep the queue
+    /// overflowing), and fectcp in the 100 MB table (each of its repairs
+    /// combines a whole block of up to 16 384 symbols, a round trip of them
+    /// per block; `docs/benchmarks.md`, "The simulator comparison").
     pub fn runs_profile(&self, profile: Profile) -> bool {
         let flooded_queue = self.flows > 1 && !self.ecn && profile == Profile::LtTcp;
         let whole_block_100mb =

@@ -151,13 +151,10 @@ pub fn best(summaries: &[&CellSummary]) -> Option<(Profile, f64)> {
         .map(|s| (s.profile, s.ratio))
 }
 
-/// The targets of the comparison for the `ltx` preset, from the
-/// summaries of `plan`'s runs: within 5 % of the best preset in every cell
-/// of seed 000's tables and seed 004's sweeps, the fastest at 20 % loss
-/// and more, T/T* ≤ 1.15 with 100 MB over the long-delay path and ≤ 1.6
-/// with 10 MB, wire overhead ≤ 1.05/(1−p) (≤ 1.02 without loss), and on
-/// the shared bottleneck Jain ≥ 0.95, p95 queueing delay ≤ RTT/2, queue
-/// loss ≤ 0.5 % on the drop-tail queue and none with ECN.
+/// The targets of the comparison for the `ltx` preset, checked on the
+/// summaries of `plan`'s runs: its speed against the other presets, its
+/// T/T*, its wire overhead, and on the shared bottleneck fairness,
+/// queueing delay and queue loss, with the bounds of the constants above.
 pub fn targets(plan: &Plan, summaries: &[CellSummary]) -> Vec<Target> {
     let mut by_cell: BTreeMap<usize, Vec<&CellSummary>> = BTreeMap::new();
     for s in summaries {

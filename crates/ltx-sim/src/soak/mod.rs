@@ -8,7 +8,7 @@
 //! [`SoakCase::run`] runs the transfer in virtual time with the real
 //! protocol code and classifies how it ended as a [`SoakOutcome`].
 //!
-//! What a run draws (see [`SoakCase::draw`] for the exact distribution):
+//! What a run draws (`docs/soak.md` has the exact distribution):
 //!
 //! | | range |
 //! | --- | --- |
@@ -23,14 +23,12 @@
 //!
 //! Every run's packets are sealed with AEAD after a Noise handshake, keyed
 //! from the seed, so that a corrupted packet is dropped by authentication
-//! and counted, as on a deployed connection (a thousand runs cost 5 % more
-//! CPU than with the plain checksum); [`SoakCase::protection`] can set the
-//! plain checksum instead.
+//! and counted, as on a deployed connection; [`SoakCase::protection`] can
+//! set the plain checksum instead.
 //!
 //! CPU goes with the bytes moved (and with the loss repaired), so the size
-//! mix keeps the mean transfer near 0.4 MB: a thousand runs take a few
-//! minutes of CPU, and a huge transfer still comes up about twice in a
-//! thousand runs.
+//! mix is skewed small, a mean near 0.4 MB, while a huge transfer still
+//! comes up now and then. The figures of past soaks are in `docs/soak.md`.
 
 mod outcome;
 mod path;
@@ -170,28 +168,8 @@ fn derive(seed: u64, part: u64) -> u64 {
 }
 
 impl SoakCase {
-    /// The path and transfer of the run with this seed.
-    ///
-    /// Each direction draws its own rate (log-uniform over 1 Mbit/s – 1
-    /// Gbit/s; the reverse copies the forward in 40 % of runs), queue (60 %:
-    /// 0.25 – 4 bandwidth-delay products of its round trip, log-uniform,
-    /// at least one packet; 20 %: 2 – 256 packets; 20 %: unlimited; CoDel in
-    /// 15 %), loss (none in 30 %, else a mean of 0 – 60 %, uniform, which is
-    /// independent in 40 % and otherwise Gilbert bursts of mean length 1 –
-    /// 30 packets, log-uniform), jitter (25 %: up to 0.1 ms – half the round
-    /// trip, log-uniform, reordering in half of those), duplication and
-    /// corruption (each 15 %: up to 10 % of packets, uniform). The round
-    /// trip is log-uniform over 1 ms – 1.2 s, split evenly between the
-    /// directions in half the runs and 5 – 95 % one way in the others.
-    ///
-    /// Outages: none in 50 % of runs, one in 30 %, two in 20 %; each lasts
-    /// 1 ms – 30 s (log-uniform), starts at a uniform time within the
-    /// transfer's ideal duration (at most two minutes), and takes down the
-    /// forward direction, the reverse, or both, with equal odds.
-    ///
-    /// Sizes: 15 % tiny (0, 1, 2, or within 16 bytes of one, two or three
-    /// symbols), then log-uniform: 45 % 2 B – 64 kB, 32.3 % 64 kB – 1 MB,
-    /// 7.5 % 1 – 8 MB, 0.2 % 8 – 50 MB.
+    /// The path and transfer of the run with this seed: the module's table
+    /// in short, `docs/soak.md` ("What a run draws") in full.
     pub fn draw(seed: u64) -> SoakCase {
         let transport = TransportConfig::default();
         let mut rng = SmallRng::seed_from_u64(derive(seed, 0));
@@ -293,7 +271,7 @@ impl SoakCase {
     }
 
     /// The ideal completion time T* of the transfer on the forward
-    /// direction (DESIGN.md, "Metrics").
+    /// direction (`docs/results.md`, "Terms").
     pub fn ideal(&self) -> Duration {
         ideal_of(self.size, &self.forward, self.rtt(), &self.transport)
     }

@@ -162,7 +162,7 @@ pub struct SoakReport {
     pub read: u64,
     /// Virtual time from the start to the last byte read, if delivered.
     pub completion: Option<Duration>,
-    /// The ideal completion time T* on the forward path (DESIGN.md).
+    /// The ideal completion time T* on the forward path.
     pub ideal: Duration,
     /// The virtual deadline the transfer had.
     pub deadline: Duration,

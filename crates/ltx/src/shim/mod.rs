@@ -16,36 +16,21 @@
 //!
 //! # Timing
 //!
-//! The relay runs on a thread of its own (named `ltx-shim`), not on a tokio
-//! runtime: tokio's timer has a granularity of one millisecond, which at
-//! 50 Mbit/s is four and a half full-size packets, so releases would come in
-//! bursts and up to a millisecond late. The thread instead waits in
+//! The relay runs on a thread of its own (`ltx-shim`) that waits in
 //! `ppoll(2)` on both sockets with a timeout in nanoseconds until the next
-//! arrival. On Linux it lowers its timer slack to a microsecond and its
-//! scheduler slice to 100 µs, so that its wake-ups are neither coalesced nor
-//! queued behind busy threads. It does not spin: an idle relay sleeps until
-//! a datagram comes, and a busy one wakes once per release or per batch of
-//! arrivals. On other Unix systems `poll(2)` rounds the timeout up to a
-//! millisecond, so releases there can be up to a millisecond late.
+//! arrival, rather than on tokio, whose one-millisecond timer (four and a
+//! half full-size packets at 50 Mbit/s) would release in late bursts. On
+//! Linux it lowers its timer slack to 1 µs and its scheduler slice to
+//! 100 µs (`ltx-realtime`), so that its wake-ups are neither coalesced nor
+//! queued behind busy threads. It never spins. On other Unix systems
+//! `poll(2)` rounds the timeout up to a millisecond, so releases there can
+//! be up to a millisecond late.
 //!
 //! How late each datagram left, after the time its link scheduled, is kept
 //! in [`RelayStats::lateness`]. Lateness does not accumulate: release
 //! times come from the model, so a saturated link delivers its configured
-//! rate. Measured on a 2-core Linux VM with 45 Mbit/s offered to a
-//! 50 Mbit/s link with 300 ms of delay (`cargo run --release -p ltx
-//! --example shim_precision` measures a machine):
-//!
-//! | machine            | mean lateness | median   | 99th percentile |
-//! |--------------------|---------------|----------|-----------------|
-//! | otherwise idle     | 40–80 µs      | 30–50 µs | 0.1–0.8 ms      |
-//! | both cores busy    | 0.4–1.6 ms    | 45–55 µs | 3–30 ms         |
-//!
-//! With the machine idle, the receiving thread got each datagram 0.1–0.2 ms
-//! after the model's time on average, and 60 Mbit/s offered came out at
-//! 50 Mbit/s within 0.1 %. The relay thread used about a quarter of one
-//! core (some 60 µs per datagram), mostly in the kernel: delivering each
-//! datagram on loopback, which wakes its receiver, and waking itself.
-//! An idle relay used none.
+//! rate. The example `shim_precision` measures a machine; figures are in
+//! `docs/results.md` ("The impairment shim").
 //!
 //! # ECN
 //!
@@ -214,20 +199,13 @@ impl std::fmt::Debug for ImpairedPath {
 }
 
 impl ImpairedPath {
-    /// Starts a relay to `server` whose client-facing socket is on
-    /// `127.0.0.1`, with `forward` impairing the client's datagrams and
-    /// `reverse` the server's.
-    ///
-    /// The links' outages are timed from now (see
-    /// [`epoch`](ImpairedPath::epoch)). Their randomness is drawn from
-    /// `seed` as the simulator seeds a single path
-    /// (`ltx_sim::Network::single_path`): a `SmallRng` seeded with `seed`
-    /// gives the forward link's seed, then the reverse link's, so the same
-    /// seed and the same sequence of datagrams give the same losses.
-    ///
-    /// The server-facing socket is on the server's loopback address if the
-    /// server is on loopback, on the unspecified address of its family
-    /// otherwise.
+    /// Starts a relay to `server`, `forward` impairing the client's datagrams
+    /// and `reverse` the server's. The client-facing socket is on
+    /// `127.0.0.1`; the server-facing one on the server's loopback address,
+    /// or on its family's unspecified address for a server elsewhere.
+    /// Outages are timed from now ([`epoch`](ImpairedPath::epoch)), and
+    /// `seed` seeds both links as `ltx_sim::Network::single_path` does, so
+    /// the same seed and datagrams give the same losses.
     pub fn start(
         server: SocketAddr,
         forward: LinkConfig,
