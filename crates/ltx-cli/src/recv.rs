@@ -19,13 +19,14 @@ use ltx_sim::units::{parse_duration, parse_size};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::keys::KeyArgs;
+use crate::keys::RecvKeys;
 
 /// The arguments of `ltx recv`.
 #[derive(Debug, Args)]
 pub(crate) struct RecvArgs {
-    /// The UDP address to listen on.
-    #[arg(long, default_value = "0.0.0.0:7000")]
+    /// The UDP address to listen on, ADDRESS:PORT or a port alone (every
+    /// IPv4 address); the senders need this UDP port open.
+    #[arg(long, default_value = "0.0.0.0:7000", value_parser = crate::addr::parse_listen)]
     listen: SocketAddr,
     /// Where received files go (created if missing).
     #[arg(long, default_value = ".")]
@@ -49,7 +50,7 @@ pub(crate) struct RecvArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    keys: KeyArgs,
+    keys: RecvKeys,
 }
 
 /// Runs `ltx recv`.

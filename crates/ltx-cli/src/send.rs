@@ -20,7 +20,7 @@ use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::keys::{KeyArgs, NO_ANSWER_HINT};
+use crate::keys::{SendKeys, NO_ANSWER_HINT};
 
 /// Files sent at once; more wait their turn (each file's exchange costs a
 /// round trip or two before its data flows, which concurrency hides).
@@ -52,7 +52,7 @@ pub(crate) struct SendArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    keys: KeyArgs,
+    keys: SendKeys,
     #[command(flatten)]
     repair: RepairArgs,
 }
