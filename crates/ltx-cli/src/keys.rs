@@ -135,9 +135,9 @@ and add its public key to the receiver's allow file:
     ltx send FILE HOST:PORT --peer PUBLIC_KEY --key send.key";
 
 /// What to tell a sender whose receiver did not answer.
-pub(crate) const NO_ANSWER_HINT: &str = "is `ltx recv` running there, is --peer the public \
-key it printed, and, if it was started with --allow or --peer, does it list this sender's \
-public key (`ltx keygen --show` on this sender's --key file)?";
+pub(crate) const NO_ANSWER_HINT: &str = "either UDP to it is blocked, or the receiver refused \
+this sender: check --peer (the receiver's public key), --psk, and that the receiver allows \
+this sender's key (`ltx keygen --show` on the --key file prints it)";
 
 /// The pre-shared key in `path`, if one is given.
 fn read_psk(path: Option<&Path>) -> anyhow::Result<Option<PresharedKey>> {

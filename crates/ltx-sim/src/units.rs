@@ -13,7 +13,7 @@ use thiserror::Error;
 
 const RATE: &str =
     "a rate in bits per second with its unit, such as 50mbit, 50M, 50Mbps, 2.5Mbit/s, 500kbit or 1gbit";
-const DURATION: &str = "a duration such as 600ms, 1.5s, 250us, 10ns or 0";
+const DURATION: &str = "a duration such as 600ms, 1.5s, 5min, 1h, 250us, 10ns or 0";
 const FRACTION: &str = "a fraction from 0 to 1 such as 10%, 0.1 or 0";
 const SIZE: &str = "a size in bytes such as 1500, 1500B, 64KiB, 10MB, 100MiB or 1GB";
 const QUEUE: &str = "a queue limit such as 1bdp, 0.5bdp, 100pkt, 64KB or unlimited";
@@ -138,7 +138,7 @@ pub fn parse_rate(input: &str) -> Result<u64, UnitError> {
     }
 }
 
-/// Parses a duration: `600ms`, `1s`, `1.5s`, `250us` (or `µs`), `10ns`, or
+/// Parses a duration: `600ms`, `1s`, `1.5s`, `5min`, `1h`, `250us` (or `µs`), `10ns`, or
 /// a bare `0`. Any other number needs a unit, since none is obvious.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     let (number, unit) = split(input, DURATION)?;
@@ -147,6 +147,8 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         "us" | "µs" => 1_000,
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
+        "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
         "" => {
             return match scaled(input, number, 1, DURATION)? {
                 0 => Ok(Duration::ZERO),

@@ -107,6 +107,9 @@ fn durations_in_every_accepted_form() {
         ("600ms", Duration::from_millis(600)),
         ("1s", Duration::from_secs(1)),
         ("1.5s", Duration::from_millis(1500)),
+        ("5min", Duration::from_secs(300)),
+        ("1h", Duration::from_secs(3600)),
+        ("1.5h", Duration::from_secs(5400)),
         ("250us", Duration::from_micros(250)),
         ("250µs", Duration::from_micros(250)),
         ("10ns", Duration::from_nanos(10)),
@@ -132,7 +135,7 @@ fn durations_refused() {
         Err(UnitError::Malformed { .. })
     ));
     assert!(matches!(
-        parse_duration("1h"),
+        parse_duration("1d"),
         Err(UnitError::UnknownUnit { .. })
     ));
     // Zero needs no unit; anything else does.
