@@ -173,10 +173,7 @@ fn a_receiver_that_does_not_answer_is_reported_with_the_time_waited() {
     let sent = send(&[&file], &addr, &["--timeout", "1s"]);
     assert_eq!(sent.status.code(), Some(3), "{sent:?}");
     let stderr = String::from_utf8_lossy(&sent.stderr);
-    assert!(
-        stderr.contains("did not answer in 1 s"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("did not answer in 1 s"), "{stderr}");
 }
 
 #[test]
