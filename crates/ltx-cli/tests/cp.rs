@@ -488,3 +488,73 @@ fn operands_without_exactly_one_remote_side_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{operands:?}: {out:?}");
     }
 }
+
+/// The README's "Copy over ssh" block, run as written against the lab:
+/// `user@host:` is the lab's server, with the remote home directory in a
+/// temporary directory (`backup/` there), and `ltx cp` is given the lab's
+/// ssh and this build's ltx. Its `cargo install` line is the one CI runs.
+#[test]
+fn the_readme_copy_over_ssh_commands_work() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .expect("the README");
+    let at = readme
+        .find("**Copy over ssh.**")
+        .expect("the README's Copy over ssh");
+    let block = readme[at..]
+        .split("```sh\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a sh block after Copy over ssh");
+    let lines: Vec<&str> = block
+        .lines()
+        .map(|line| line.split(" #").next().unwrap_or(line).trim())
+        .filter(|line| !line.is_empty())
+        .collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert_eq!(lines[0], "cargo install --path crates/ltx-cli");
+    assert!(lines[1].starts_with("ltx cp ") && lines[2].starts_with("ltx cp "));
+    let Some(lab) = lab() else { return };
+
+    let home = lab.path("home");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    let here = lab.path("here");
+    std::fs::create_dir_all(here.join("photos/2024")).expect("mkdir");
+    std::fs::write(here.join("photos/2024/a.jpg"), random_bytes(300_000, 4)).expect("write");
+    std::fs::write(here.join("notes.txt"), b"remember the milk\n").expect("write");
+    let elsewhere = lab.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).expect("mkdir");
+    let ltx_cp = format!("ltx cp --ssh '{}' --remote-ltx {}", lab.ssh(), ltx());
+    let host = format!("root@{SERVER_ADDRESS}:{}/", home.display());
+    for (line, dir) in [(lines[1], &here), (lines[2], &elsewhere)] {
+        let command = line
+            .replacen("ltx cp", &ltx_cp, 1)
+            .replace("user@host:", &host);
+        let build = Path::new(ltx()).parent().expect("the binary's directory");
+        let path = format!(
+            "{}:{}",
+            build.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let child = lab
+            .client
+            .command("sh")
+            .args(["-c", &command])
+            .current_dir(dir)
+            .env("PATH", path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let out = finish(child, Duration::from_secs(90));
+        assert!(out.status.success(), "{command}: {}", stderr(&out));
+    }
+    assert_same(
+        &["photos/2024/a.jpg", "notes.txt"],
+        &here,
+        &home.join("backup"),
+    );
+    assert_same(&["notes.txt"], &here, &elsewhere);
+    lab.assert_nothing_left_running();
+}
