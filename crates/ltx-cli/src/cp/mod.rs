@@ -38,8 +38,24 @@ mod ssh;
 /// its parent writes it to, so that no key file is ever written.
 const PRIVATE_KEY_FROM_STDIN: &str = "/dev/stdin";
 
+/// What `ltx cp --help` adds after the options.
+const EXAMPLES: &str = "\
+Examples:
+  ltx cp -r photos notes.txt user@host:backup/   push into ~/backup/ on host
+  ltx cp user@host:backup/notes.txt .            pull into this directory
+  ltx cp --ssh \"ssh -p 2222\" big.iso host:/srv/  ssh options, as rsync's -e
+
+The data goes over UDP port 7000 of the remote host (or --port): let it in
+through that host's firewall; this machine needs no open port. ltx must be
+installed on both machines. Exit codes: see ltx --help.";
+
 /// The arguments of `ltx cp`.
 #[derive(Debug, Args)]
+#[command(
+    override_usage = "ltx cp [OPTIONS] FILE... [user@]host:DIR\n       \
+                      ltx cp [OPTIONS] [user@]host:FILE... DIR",
+    after_help = EXAMPLES
+)]
 pub(crate) struct CpArgs {
     /// Local files then [user@]host:DIR (a push), or [user@]host:FILE...
     /// then a local DIR (a pull). DIR must exist, or end with / to be
