@@ -558,3 +558,69 @@ fn the_readme_copy_over_ssh_commands_work() {
     assert_same(&["notes.txt"], &here, &elsewhere);
     lab.assert_nothing_left_running();
 }
+
+/// SIGTERM to `ltx cp` in the middle of a push: it stops both ends (the
+/// remote one through the end of its ssh session), leaves nothing running
+/// and no file under the name, and the same command run again resumes.
+#[test]
+fn an_interrupted_copy_stops_both_ends_and_a_rerun_resumes() {
+    let Some(lab) = lab() else { return };
+    let file = lab.path("disk.img");
+    std::fs::write(&file, random_bytes(150_000_000, 5)).expect("write");
+    let dest_dir = lab.path("in");
+    let dest = format!("root@{SERVER_ADDRESS}:{}/", dest_dir.display());
+    let file = file.display().to_string();
+    let args = [
+        "--json",
+        "--remote-ltx",
+        ltx(),
+        file.as_str(),
+        dest.as_str(),
+    ];
+
+    let child = lab
+        .client
+        .command(ltx())
+        .arg("cp")
+        .args(["--ssh", &lab.ssh()])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting ltx cp");
+    // Interrupt once the receiver holds part of the file.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let partial = std::fs::read_dir(&dest_dir).ok().and_then(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .find(|e| e.file_name().to_string_lossy().ends_with(".ltx-part"))
+                .and_then(|e| e.metadata().ok())
+                .filter(|m| m.len() > 10_000_000)
+        });
+        if partial.is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no partial file appeared");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let out = finish(child, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    lab.assert_nothing_left_running();
+    assert!(
+        !dest_dir.join("disk.img").exists(),
+        "a partial file under its name"
+    );
+
+    let again = lab.cp(&args);
+    assert!(again.status.success(), "rerun: {}", stderr(&again));
+    assert_same(&["disk.img"], &lab.path(""), &dest_dir);
+    let resumed = summary(&again)["files"][0]["resumed_from"].as_u64();
+    assert!(resumed.is_some_and(|r| r > 0), "{}", summary(&again));
+}

@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use super::control::{Check, Line, Token};
 use super::operands::{check_sources, destination_dir, shell_quote, Plan};
 use super::relay::{any_address, free_loopback_port, wait_listening, Relay};
 use super::ssh::{udp_addresses, Next, Session, Ssh};
-use super::{exit_code, fail, failure_of, spawn_ltx, CpArgs, PRIVATE_KEY_FROM_STDIN};
+use super::{exit_code, fail, failure_of, spawn_ltx, CpArgs, Running, PRIVATE_KEY_FROM_STDIN};
 
 /// The longest the UDP check waits for an answer.
 const CHECK_WINDOW: Duration = Duration::from_secs(10);
@@ -432,7 +432,7 @@ struct Ends {
 /// both (dropping the session ends the remote end).
 fn supervise(
     session: &mut Session,
-    child: &mut Child,
+    child: &mut Running,
     interrupted: &AtomicBool,
 ) -> anyhow::Result<Ends> {
     let mut local = None;

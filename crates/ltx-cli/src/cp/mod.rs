@@ -209,6 +209,33 @@ fn exit_code(status: ExitStatus) -> u8 {
     status.code().map_or(1, |c| u8::try_from(c).unwrap_or(1))
 }
 
+/// An ltx child, killed if it still runs when dropped: no early return
+/// leaves one running, waiting for a peer that will not come.
+struct Running(Child);
+
+impl std::ops::Deref for Running {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Starts the ltx program `exe` with `args` and writes the private key of
 /// `keypair` to its stdin, which it reads as its `--key` file.
 fn spawn_ltx(
@@ -217,21 +244,18 @@ fn spawn_ltx(
     keypair: &StaticKeypair,
     stdout: Stdio,
     stderr: Stdio,
-) -> anyhow::Result<Child> {
-    let mut child = std::process::Command::new(exe)
+) -> anyhow::Result<Running> {
+    let child = std::process::Command::new(exe)
         .args(args)
         .stdin(Stdio::piped())
         .stdout(stdout)
         .stderr(stderr)
         .spawn()
         .with_context(|| format!("starting {}", exe.display()))?;
+    let mut child = Running(child);
     let mut stdin = child.stdin.take().expect("piped");
     let written = writeln!(stdin, "{}", keypair.private_hex());
     drop(stdin);
-    if let Err(e) = written {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(e).context("giving ltx its key");
-    }
+    written.context("giving ltx its key")?;
     Ok(child)
 }

@@ -16,7 +16,6 @@
 use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -163,7 +162,7 @@ pub(super) fn free_loopback_port() -> anyhow::Result<SocketAddr> {
 /// drops a one-byte datagram as it drops any that is not ltx's.
 pub(super) fn wait_listening(
     addr: SocketAddr,
-    child: &mut Child,
+    child: &mut std::process::Child,
     within: Duration,
 ) -> anyhow::Result<()> {
     let target = if addr.ip().is_unspecified() {

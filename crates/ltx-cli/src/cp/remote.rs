@@ -8,7 +8,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::process::{Child, ChildStderr, ChildStdout, Stdio};
+use std::process::{ChildStderr, ChildStdout, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -19,7 +19,7 @@ use ltx::PublicKey;
 use super::control::{Check, Line, Token};
 use super::operands::{check_sources, destination_dir, expand_home};
 use super::relay::{any_address, wait_listening, Relay};
-use super::{exit_code, fail, failure_of, spawn_ltx, Role, PRIVATE_KEY_FROM_STDIN};
+use super::{exit_code, fail, failure_of, spawn_ltx, Role, Running, PRIVATE_KEY_FROM_STDIN};
 
 /// How long the remote end waits for the local side's UDP check to end
 /// with `go`: the local side gives up long before.
@@ -102,6 +102,7 @@ pub(super) fn run(end: &RemoteEnd) -> anyhow::Result<u8> {
             args.push(dir);
             let mut child = spawn_ltx(&exe, &args, &keypair, Stdio::null(), Stdio::piped())?;
             if let Err(e) = wait_listening(bound, &mut child, Duration::from_secs(10)) {
+                let _ = child.kill();
                 let code = finish_child(&mut child, &host, None);
                 return Err(fail(failure_of(code), format!("on {host}: {e:#}")));
             }
@@ -150,7 +151,7 @@ pub(super) fn run(end: &RemoteEnd) -> anyhow::Result<u8> {
 /// Reaps the child, waits for its output to be passed on, and shows the
 /// stderr kept if it failed; returns its exit code.
 fn finish_child(
-    child: &mut Child,
+    child: &mut Running,
     host: &str,
     output: Option<(JoinHandle<()>, JoinHandle<Vec<String>>)>,
 ) -> u8 {
