@@ -466,14 +466,13 @@ fn supervise(
             Some(code) if code != 0 && local.is_none() => GRACE_AFTER_FAILURE,
             _ => GRACE,
         };
-        if local.is_some() || remote_done {
-            if first_end.get_or_insert_with(Instant::now).elapsed() > grace {
-                if local.is_none() {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                }
-                break;
+        let one_ended = local.is_some() || remote_done;
+        if one_ended && first_end.get_or_insert_with(Instant::now).elapsed() > grace {
+            if local.is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
             }
+            break;
         }
     }
     Ok(Ends { local, remote })
