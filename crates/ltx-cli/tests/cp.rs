@@ -21,9 +21,11 @@ use std::time::{Duration, Instant};
 use ltx_emu::NetNamespace;
 use serde_json::Value;
 
-/// The client's and the server's address on the veth pair.
+/// The client's and the server's addresses on the veth pair.
 const CLIENT_ADDRESS: &str = "10.78.0.1";
 const SERVER_ADDRESS: &str = "10.78.0.2";
+const CLIENT_ADDRESS_V6: &str = "fd78::1";
+const SERVER_ADDRESS_V6: &str = "fd78::2";
 const SSHD: &str = "/usr/sbin/sshd";
 
 fn ltx() -> &'static str {
@@ -91,13 +93,16 @@ impl Lab {
             .ip_batch(&format!(
                 "link add cpc type veth peer name cps netns {}\n\
                  addr add {CLIENT_ADDRESS}/24 dev cpc\n\
+                 addr add {CLIENT_ADDRESS_V6}/64 dev cpc nodad\n\
                  link set cpc up\n",
                 server.name()
             ))
             .map_err(|e| format!("a veth pair: {e}"))?;
         server
             .ip_batch(&format!(
-                "addr add {SERVER_ADDRESS}/24 dev cps\nlink set cps up\n"
+                "addr add {SERVER_ADDRESS}/24 dev cps\n\
+                 addr add {SERVER_ADDRESS_V6}/64 dev cps nodad\n\
+                 link set cps up\n"
             ))
             .map_err(|e| format!("a veth pair: {e}"))?;
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -131,15 +136,17 @@ impl Lab {
             std::fs::write(self.path(name), text).map_err(|e| e.to_string())
         };
         write("authorized_keys", read("user_key.pub")?)?;
+        let host_key = read("host_key.pub")?;
         write(
             "known_hosts",
-            format!("{SERVER_ADDRESS} {}", read("host_key.pub")?),
+            format!("{SERVER_ADDRESS} {host_key}{SERVER_ADDRESS_V6} {host_key}"),
         )?;
         let dir = self.dir.path().display();
         write(
             "sshd_config",
             format!(
                 "ListenAddress {SERVER_ADDRESS}:22\n\
+                 ListenAddress [{SERVER_ADDRESS_V6}]:22\n\
                  HostKey {dir}/host_key\n\
                  PidFile none\n\
                  AuthorizedKeysFile {dir}/authorized_keys\n\
@@ -355,21 +362,23 @@ fn a_push_and_a_pull_over_ssh_deliver_every_file_byte_for_byte() {
     let remote = lab.path("remote");
     let at = |path: &Path| format!("root@{SERVER_ADDRESS}:{}", path.display());
 
-    let dest = format!("{}/", at(&remote.join("in")));
+    // A name the remote shell must not split or unquote.
+    let remote_dir = remote.join("it's in");
+    let dest = format!("{}/", at(&remote_dir));
     let sources = ["big.bin", "empty", "tree"].map(|n| local.join(n).display().to_string());
     let mut args = vec!["-r", "--json", "--remote-ltx", ltx()];
     args.extend(sources.iter().map(String::as_str));
     args.push(&dest);
     let pushed = lab.cp(&args);
     assert!(pushed.status.success(), "push: {}", stderr(&pushed));
-    assert_same(&names, &local, &remote.join("in"));
+    assert_same(&names, &local, &remote_dir);
     let sent = summary(&pushed);
     assert_eq!(sent["files"].as_array().map(Vec::len), Some(3), "{sent}");
     assert_eq!(sent["bytes"], 1_070_001);
     lab.assert_nothing_left_running();
 
     let back = lab.path("back");
-    let sources = ["big.bin", "empty", "tree"].map(|n| at(&remote.join("in").join(n)));
+    let sources = ["big.bin", "empty", "tree"].map(|n| at(&remote_dir.join(n)));
     let back_dir = format!("{}/", back.display());
     let mut args = vec!["-r", "--json", "--remote-ltx", ltx()];
     args.extend(sources.iter().map(String::as_str));
@@ -458,6 +467,21 @@ fn a_host_without_ltx_or_without_ssh_is_explained() {
         "{message}"
     );
 
+    // The port taken on the host by another program.
+    let taken = lab
+        .server
+        .run_inside(|| std::net::UdpSocket::bind("0.0.0.0:7000"))
+        .expect("entering the namespace")
+        .expect("binding port 7000");
+    let out = lab.cp(&["--remote-ltx", ltx(), &file, &dest]);
+    let message = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{message}");
+    assert!(
+        message.contains("UDP port 7000 is in use on") && message.contains("--port"),
+        "{message}"
+    );
+    drop(taken);
+
     // A destination that is not a directory is refused before any data.
     let missing = format!("root@{SERVER_ADDRESS}:{}", lab.path("nowhere").display());
     let out = lab.cp(&["--remote-ltx", ltx(), &file, &missing]);
@@ -467,6 +491,26 @@ fn a_host_without_ltx_or_without_ssh_is_explained() {
         message.contains("write ") && message.contains("nowhere/"),
         "{message}"
     );
+    lab.assert_nothing_left_running();
+}
+
+#[test]
+fn an_ipv6_host_is_reached_over_ipv6_both_ways() {
+    let Some(lab) = lab() else { return };
+    let file = lab.path("v6.bin");
+    std::fs::write(&file, random_bytes(200_000, 6)).expect("write");
+    let at = |path: &Path| format!("root@[{SERVER_ADDRESS_V6}]:{}", path.display());
+    let dest = format!("{}/", at(&lab.path("in")));
+    let file = file.display().to_string();
+    let pushed = lab.cp(&["--json", "--remote-ltx", ltx(), &file, &dest]);
+    assert!(pushed.status.success(), "push: {}", stderr(&pushed));
+    let peer = summary(&pushed)["peer"].clone();
+    assert_eq!(peer, format!("[{SERVER_ADDRESS_V6}]:7000"), "{peer}");
+    let source = at(&lab.path("in/v6.bin"));
+    let back = format!("{}/", lab.path("back").display());
+    let pulled = lab.cp(&["--remote-ltx", ltx(), &source, &back]);
+    assert!(pulled.status.success(), "pull: {}", stderr(&pulled));
+    assert_same(&["v6.bin"], &lab.path(""), &lab.path("back"));
     lab.assert_nothing_left_running();
 }
 
