@@ -9,6 +9,7 @@
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use ltx_cli::exit::Failure;
 use super::control::{Check, Line, Token};
 use super::operands::{check_sources, destination_dir, shell_quote, Plan};
 use super::relay::{any_address, free_loopback_port, wait_listening, Relay};
-use super::ssh::{udp_addresses, Next, Session, Ssh};
+use super::ssh::{udp_addresses, HostConfig, Next, Session, Ssh};
 use super::{exit_code, fail, failure_of, spawn_ltx, CpArgs, Running, PRIVATE_KEY_FROM_STDIN};
 
 /// The longest the UDP check waits for an answer.
@@ -49,15 +50,7 @@ const HERE: &str = "this machine";
 
 /// Runs a copy: the exit code of its outcome.
 pub(super) fn run(args: &CpArgs, plan: &Plan) -> anyhow::Result<u8> {
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for signal in [
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ] {
-        signal_hook::flag::register(signal, Arc::clone(&interrupted))
-            .context("handling signals")?;
-    }
+    let interrupted = watch_signals()?;
     match plan {
         Plan::Push { sources, .. } => check_sources(sources, HERE)?,
         Plan::Pull { to, .. } => {
@@ -68,7 +61,89 @@ pub(super) fn run(args: &CpArgs, plan: &Plan) -> anyhow::Result<u8> {
     let host = remote.host.as_str();
     let ssh = Ssh::parse(&args.ssh).map_err(|e| fail(Failure::Usage, format!("{e:#}")))?;
     let config = ssh.host_config(&remote.destination, host);
-    let addresses = match &args.udp_host {
+    let addresses = udp_destinations(args, &config, host)?;
+
+    let keypair = ltx::generate_keypair();
+    let token = Token::random()?;
+    let command = remote_command(args, plan, keypair.public(), addresses[0].is_ipv6());
+    let mut session = ssh.start(&remote.destination, &command)?;
+    session.say(&token.to_string());
+    let ready = wait_ready(&mut session, args, host, &interrupted)?;
+    // The address the remote end bound, if the name has it: the one ssh
+    // came in on.
+    let ip = if addresses.contains(&ready.bound) {
+        ready.bound
+    } else {
+        addresses[0]
+    };
+    let target = SocketAddr::new(ip, ready.port);
+    let window = args.timeout.min(CHECK_WINDOW);
+    let (socket, answered_from) =
+        check_udp(&mut session, target, token, window, host, &interrupted).map_err(|e| {
+            match (&config.proxy, &args.udp_host) {
+                (Some(proxy), None) => e.context(format!(
+                    "ssh reaches {host} through {proxy}: if UDP cannot go there directly, \
+                     give its address with --udp-host"
+                )),
+                _ => e,
+            }
+        })?;
+
+    let ltx = LtxChild {
+        args,
+        keypair: &keypair,
+        peer: ready.key,
+    };
+    let (mut child, relay) = match plan {
+        Plan::Push { sources, .. } => {
+            drop(socket);
+            session.say("go");
+            wait_started(&mut session, host, &interrupted)?;
+            (ltx.send(sources, target)?, None)
+        }
+        Plan::Pull { to, .. } => {
+            let (child, listen) = ltx.recv(to)?;
+            socket
+                .connect(answered_from)
+                .with_context(|| format!("connecting to {answered_from}"))?;
+            let inner = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).context("a loopback socket")?;
+            let relay = Relay::start(socket, inner, Some(listen), token)?;
+            session.say("go");
+            (child, Some(relay))
+        }
+    };
+    let ends = supervise(&mut session, &mut child, &interrupted);
+    drop(relay);
+    let ssh_status = session.finish(Duration::from_secs(5));
+    let ends = ends?;
+    if ends.remote.is_none() {
+        let status = ssh_status.map_or("killed".into(), |s| s.to_string());
+        eprintln!(
+            "ltx cp: the ssh session to {host} ended before ltx there finished (ssh: {status})"
+        );
+    }
+    Ok(ends.outcome(plan))
+}
+
+/// Turns SIGINT, SIGTERM and SIGHUP into a flag, so that an interrupted
+/// copy still stops both ends.
+fn watch_signals() -> anyhow::Result<Arc<AtomicBool>> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for signal in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(signal, Arc::clone(&interrupted))
+            .context("handling signals")?;
+    }
+    Ok(interrupted)
+}
+
+/// The addresses UDP may go to: those of `--udp-host`, else those of the
+/// host name in the ssh config, of the family ssh uses.
+fn udp_destinations(args: &CpArgs, config: &HostConfig, host: &str) -> anyhow::Result<Vec<IpAddr>> {
+    match &args.udp_host {
         Some(name) => udp_addresses(name, "any"),
         None => udp_addresses(&config.hostname, &config.family),
     }
@@ -84,125 +159,89 @@ pub(super) fn run(args: &CpArgs, plan: &Plan) -> anyhow::Result<u8> {
                  give the address to use with --udp-host"
             ),
         )
-    })?;
-
-    let keypair = ltx::generate_keypair();
-    let token = Token::random()?;
-    let command = remote_command(args, plan, keypair.public(), addresses[0].is_ipv6());
-    let mut session = ssh.start(&remote.destination, &command)?;
-    session.say(&token.to_string());
-    let ready = wait_ready(&mut session, args, host, &interrupted)?;
-    let target = SocketAddr::new(
-        if addresses.contains(&ready.bound) {
-            ready.bound
-        } else {
-            addresses[0]
-        },
-        ready.port,
-    );
-    let window = args.timeout.min(CHECK_WINDOW);
-    let (socket, answered_from) =
-        check_udp(&mut session, target, token, window, host, &interrupted).map_err(|e| {
-            match (&config.proxy, &args.udp_host) {
-                (Some(proxy), None) => e.context(format!(
-                    "ssh reaches {host} through {proxy}: if UDP cannot go there directly, \
-                 give its address with --udp-host"
-                )),
-                _ => e,
-            }
-        })?;
-
-    let exe = std::env::current_exe().context("finding this ltx program")?;
-    let timeout = format!("{}ms", args.timeout.as_millis());
-    let mut ltx: Vec<OsString> = Vec::new();
-    let (mut child, relay) = match plan {
-        Plan::Push { sources, .. } => {
-            drop(socket);
-            session.say("go");
-            wait_started(&mut session, host, &interrupted)?;
-            ltx.extend(["send", "--key", PRIVATE_KEY_FROM_STDIN, "--timeout"].map(Into::into));
-            ltx.push(timeout.into());
-            ltx.push("--peer".into());
-            ltx.push(ready.key.to_string().into());
-            ltx.extend(args.recursive.then(|| "-r".into()));
-            ltx.extend(args.json.then(|| "--json".into()));
-            ltx.push("--".into());
-            ltx.extend(sources.iter().map(Into::into));
-            ltx.push(target.to_string().into());
-            let child = spawn_ltx(&exe, &ltx, &keypair, Stdio::inherit(), Stdio::inherit())?;
-            (child, None)
-        }
-        Plan::Pull { to, .. } => {
-            let listen = free_loopback_port()?;
-            ltx.extend(
-                [
-                    "recv",
-                    "--once",
-                    "--key",
-                    PRIVATE_KEY_FROM_STDIN,
-                    "--timeout",
-                ]
-                .map(Into::into),
-            );
-            ltx.push(timeout.into());
-            ltx.push("--listen".into());
-            ltx.push(listen.to_string().into());
-            ltx.push("--peer".into());
-            ltx.push(ready.key.to_string().into());
-            ltx.extend(args.force.then(|| "--force".into()));
-            ltx.extend(args.json.then(|| "--json".into()));
-            let mut dir = OsString::from("--dir=");
-            dir.push(to);
-            ltx.push(dir);
-            // Its progress bars need the terminal; elsewhere its first
-            // line, where it listens on loopback for the relay, is noise.
-            let bars = !args.json && std::io::stderr().is_terminal();
-            let stderr = if bars {
-                Stdio::inherit()
-            } else {
-                Stdio::piped()
-            };
-            let mut child = spawn_ltx(&exe, &ltx, &keypair, Stdio::null(), stderr)?;
-            if let Some(stderr) = child.stderr.take() {
-                std::thread::spawn(move || {
-                    for line in BufReader::new(stderr).lines().skip(1).map_while(Result::ok) {
-                        eprintln!("{line}");
-                    }
-                });
-            }
-            wait_listening(listen, &mut child, Duration::from_secs(10))?;
-            let inner = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).context("a loopback socket")?;
-            socket
-                .connect(answered_from)
-                .with_context(|| format!("connecting to {answered_from}"))?;
-            let relay = Relay::start(socket, inner, Some(listen), token)?;
-            session.say("go");
-            (child, Some(relay))
-        }
-    };
-    let ends = supervise(&mut session, &mut child, &interrupted);
-    drop(relay);
-    let ssh_status = session.finish(Duration::from_secs(5));
-    let ends = ends?;
-    let (sender, receiver) = match plan {
-        Plan::Push { .. } => (ends.local, ends.remote),
-        Plan::Pull { .. } => (ends.remote, ends.local),
-    };
-    if ends.remote.is_none() {
-        let status = ssh_status.map_or("killed".into(), |s| s.to_string());
-        eprintln!(
-            "ltx cp: the ssh session to {host} ended before ltx there finished (ssh: {status})"
-        );
-    }
-    // A sender that succeeded was told by the receiver that every file is
-    // stored and verified; a receiver that ended well got every file the
-    // sender offered.
-    Ok(match (sender, receiver) {
-        (Some(0), _) | (None, Some(0)) => 0,
-        (Some(code), _) => code,
-        (None, Some(code)) => code,
-        (None, None) => 1,
     })
+}
+
+/// This side's ltx child: its key, and the remote end's public key.
+struct LtxChild<'a> {
+    args: &'a CpArgs,
+    keypair: &'a ltx::StaticKeypair,
+    peer: PublicKey,
+}
+
+impl LtxChild<'_> {
+    /// The options both children take: the key on stdin, the time-out,
+    /// the one peer.
+    fn command(&self, subcommand: &str) -> Vec<OsString> {
+        let timeout = format!("{}ms", self.args.timeout.as_millis());
+        [
+            subcommand,
+            "--key",
+            PRIVATE_KEY_FROM_STDIN,
+            "--timeout",
+            &timeout,
+            "--peer",
+        ]
+        .into_iter()
+        .map(OsString::from)
+        .chain([OsString::from(self.peer.to_string())])
+        .collect()
+    }
+
+    /// `ltx send` of a push, to the remote receiver at `target`; its
+    /// progress and summary go to this process's terminal and stdout.
+    fn send(&self, sources: &[PathBuf], target: SocketAddr) -> anyhow::Result<Running> {
+        let mut ltx = self.command("send");
+        ltx.extend(self.args.recursive.then(|| "-r".into()));
+        ltx.extend(self.args.json.then(|| "--json".into()));
+        ltx.push("--".into());
+        ltx.extend(sources.iter().map(Into::into));
+        ltx.push(target.to_string().into());
+        spawn_ltx(
+            &ltx_program()?,
+            &ltx,
+            self.keypair,
+            Stdio::inherit(),
+            Stdio::inherit(),
+        )
+    }
+
+    /// `ltx recv --once` of a pull, listening on a loopback port for the
+    /// relay; returns once it listens there.
+    fn recv(&self, to: &Path) -> anyhow::Result<(Running, SocketAddr)> {
+        let listen = free_loopback_port()?;
+        let mut ltx = self.command("recv");
+        ltx.extend(["--once", "--listen"].map(OsString::from));
+        ltx.push(listen.to_string().into());
+        ltx.extend(self.args.force.then(|| "--force".into()));
+        ltx.extend(self.args.json.then(|| "--json".into()));
+        let mut dir = OsString::from("--dir=");
+        dir.push(to);
+        ltx.push(dir);
+        // Its progress bars need the terminal; elsewhere its first line,
+        // where it listens on loopback for the relay, is noise.
+        let bars = !self.args.json && std::io::stderr().is_terminal();
+        let stderr = if bars {
+            Stdio::inherit()
+        } else {
+            Stdio::piped()
+        };
+        let mut child = spawn_ltx(&ltx_program()?, &ltx, self.keypair, Stdio::null(), stderr)?;
+        if let Some(stderr) = child.stderr.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().skip(1).map_while(Result::ok) {
+                    eprintln!("{line}");
+                }
+            });
+        }
+        wait_listening(listen, &mut child, Duration::from_secs(10))?;
+        Ok((child, listen))
+    }
+}
+
+/// This program, which runs the local `ltx send` or `ltx recv`.
+fn ltx_program() -> anyhow::Result<PathBuf> {
+    std::env::current_exe().context("finding this ltx program")
 }
 
 /// What the remote end said when it was ready.
@@ -424,6 +463,22 @@ fn wait_started(session: &mut Session, host: &str, interrupted: &AtomicBool) -> 
 struct Ends {
     local: Option<u8>,
     remote: Option<u8>,
+}
+
+impl Ends {
+    /// The copy's exit code: the sender's, which succeeded only if the
+    /// receiver said every file is stored and verified; else the
+    /// receiver's, which ended well only if it got every file offered.
+    fn outcome(&self, plan: &Plan) -> u8 {
+        let (sender, receiver) = match plan {
+            Plan::Push { .. } => (self.local, self.remote),
+            Plan::Pull { .. } => (self.remote, self.local),
+        };
+        match (sender, receiver) {
+            (Some(code), _) | (None, Some(code)) => code,
+            (None, None) => 1,
+        }
+    }
 }
 
 /// Watches both ends to their exit, passing the remote end's output on;

@@ -5,9 +5,10 @@
 //! disk. When its stdin closes (the local side is done, or gone) it stops
 //! its child: nothing is left running on the host.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{ChildStderr, ChildStdout, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::thread::JoinHandle;
@@ -87,41 +88,19 @@ pub(super) fn run(end: &RemoteEnd) -> anyhow::Result<u8> {
     let Some(local) = answer_checks(&socket, token, &controls)? else {
         return Ok(1);
     };
-    let exe = std::env::current_exe().context("finding this ltx program")?;
-    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    let ltx = LtxChild {
+        exe: std::env::current_exe().context("finding this ltx program")?,
+        keypair: &keypair,
+        peer: end.peer,
+        options: &end.child_options,
+    };
     let (mut child, _relay) = match end.role {
         Role::Receive => {
             drop(socket);
-            args.extend(["recv", "--listen"].map(Into::into));
-            args.push(bound.to_string().into());
-            args.extend(["--once", "--key", PRIVATE_KEY_FROM_STDIN, "--peer"].map(Into::into));
-            args.push(end.peer.to_string().into());
-            args.extend(end.child_options.iter().map(Into::into));
-            let mut dir = std::ffi::OsString::from("--dir=");
-            dir.push(&paths[0]);
-            args.push(dir);
-            let mut child = spawn_ltx(&exe, &args, &keypair, Stdio::null(), Stdio::piped())?;
-            if let Err(e) = wait_listening(bound, &mut child, Duration::from_secs(10)) {
-                let _ = child.kill();
-                let code = finish_child(&mut child, &host, None);
-                return Err(fail(failure_of(code), format!("on {host}: {e:#}")));
-            }
-            (child, None)
+            (ltx.recv(bound, &paths[0], &host)?, None)
         }
         Role::Send => {
-            let inner = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).context("a loopback socket")?;
-            let inner_addr = inner.local_addr().context("the loopback address")?;
-            socket
-                .connect(local)
-                .context("connecting to the local side")?;
-            let relay = Relay::start(socket, inner, None, token)?;
-            args.extend(["send", "--key", PRIVATE_KEY_FROM_STDIN, "--peer"].map(Into::into));
-            args.push(end.peer.to_string().into());
-            args.extend(end.child_options.iter().map(Into::into));
-            args.push("--".into());
-            args.extend(paths.iter().map(Into::into));
-            args.push(inner_addr.to_string().into());
-            let child = spawn_ltx(&exe, &args, &keypair, Stdio::piped(), Stdio::piped())?;
+            let (child, relay) = ltx.send(socket, local, &paths, token)?;
             (child, Some(relay))
         }
     };
@@ -146,6 +125,79 @@ pub(super) fn run(end: &RemoteEnd) -> anyhow::Result<u8> {
     let code = finish_child(&mut child, &host, stdout.zip(stderr));
     let _ = emit(&Line::Exit(code));
     Ok(code)
+}
+
+/// The remote end's ltx child: its key, the local side's public key,
+/// and the options the local side passed on.
+struct LtxChild<'a> {
+    exe: PathBuf,
+    keypair: &'a ltx::StaticKeypair,
+    peer: PublicKey,
+    options: &'a [String],
+}
+
+impl LtxChild<'_> {
+    fn command(&self, subcommand: &str) -> Vec<OsString> {
+        [subcommand, "--key", PRIVATE_KEY_FROM_STDIN, "--peer"]
+            .into_iter()
+            .map(OsString::from)
+            .chain([OsString::from(self.peer.to_string())])
+            .chain(self.options.iter().map(OsString::from))
+            .collect()
+    }
+
+    /// `ltx recv --once` of a push, on the port the check went through
+    /// (just released); returns once it listens there.
+    fn recv(&self, listen: SocketAddr, dir: &Path, host: &str) -> anyhow::Result<Running> {
+        let mut args = self.command("recv");
+        args.extend(["--once", "--listen"].map(OsString::from));
+        args.push(listen.to_string().into());
+        let mut dir_arg = OsString::from("--dir=");
+        dir_arg.push(dir);
+        args.push(dir_arg);
+        let mut child = spawn_ltx(
+            &self.exe,
+            &args,
+            self.keypair,
+            Stdio::null(),
+            Stdio::piped(),
+        )?;
+        if let Err(e) = wait_listening(listen, &mut child, Duration::from_secs(10)) {
+            let _ = child.kill();
+            let code = finish_child(&mut child, host, None);
+            return Err(fail(failure_of(code), format!("on {host}: {e:#}")));
+        }
+        Ok(child)
+    }
+
+    /// `ltx send` of a pull, to a loopback socket relayed through
+    /// `socket`, which the check connected to the local side at `local`.
+    fn send(
+        &self,
+        socket: UdpSocket,
+        local: SocketAddr,
+        paths: &[PathBuf],
+        token: Token,
+    ) -> anyhow::Result<(Running, Relay)> {
+        let inner = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).context("a loopback socket")?;
+        let inner_addr = inner.local_addr().context("the loopback address")?;
+        socket
+            .connect(local)
+            .context("connecting to the local side")?;
+        let relay = Relay::start(socket, inner, None, token)?;
+        let mut args = self.command("send");
+        args.push("--".into());
+        args.extend(paths.iter().map(Into::into));
+        args.push(inner_addr.to_string().into());
+        let child = spawn_ltx(
+            &self.exe,
+            &args,
+            self.keypair,
+            Stdio::piped(),
+            Stdio::piped(),
+        )?;
+        Ok((child, relay))
+    }
 }
 
 /// Reaps the child, waits for its output to be passed on, and shows the
