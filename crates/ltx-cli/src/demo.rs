@@ -40,9 +40,70 @@ pub(crate) struct DemoArgs {
     /// dfec, ctcp, fectcp, newreno, cubic or bbr.
     #[arg(long, default_value = "ltx")]
     profile: Profile,
+    /// After the real transfer, the same path in the simulator with these
+    /// presets beside ltx, for comparison (comma-separated; `none` for no
+    /// comparison). Virtual time: a few seconds of CPU at most.
+    #[arg(long, value_delimiter = ',', default_value = "cubic,bbr", value_parser = parse_compare)]
+    compare: Vec<Option<Profile>>,
     /// Print one JSON object instead of the progress bar and summary.
     #[arg(long)]
     json: bool,
+}
+
+/// A preset of `--compare`, or `none`.
+fn parse_compare(input: &str) -> Result<Option<Profile>, String> {
+    if input.trim().eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    input
+        .parse()
+        .map(Some)
+        .map_err(|e: ltx_presets::UnknownProfile| e.to_string())
+}
+
+/// One preset's transfer over the demo's path in the simulator.
+struct Simulated {
+    profile: Profile,
+    /// Seconds to the last byte, if it finished before the run's deadline.
+    completion_s: Option<f64>,
+    /// Seconds simulated, and the share of the payload delivered by then.
+    simulated_s: f64,
+    delivered: f64,
+}
+
+impl DemoArgs {
+    /// The presets to compare with: ltx itself first (the same path in
+    /// virtual time, to set the others against), then `--compare`'s.
+    fn compared(&self) -> Vec<Profile> {
+        let others: Vec<Profile> = self.compare.iter().flatten().copied().collect();
+        if others.is_empty() {
+            return Vec::new();
+        }
+        let mut all = vec![self.profile];
+        all.extend(others.into_iter().filter(|p| *p != self.profile));
+        all
+    }
+}
+
+/// Runs `scenario` in the simulator under each of `profiles`.
+fn simulate(scenario: &Scenario, profiles: &[Profile]) -> Vec<Simulated> {
+    profiles
+        .iter()
+        .filter_map(|&profile| {
+            let run = Scenario {
+                transport: profile.transport_config(),
+                ..scenario.clone()
+            };
+            let result = run.run().ok()?;
+            let flow = result.flows.first()?;
+            Some(Simulated {
+                profile,
+                completion_s: result.completion_s.filter(|_| result.verified),
+                simulated_s: result.simulated_s,
+                delivered: flow.delivered as f64 / scenario.size.max(1) as f64,
+            })
+        })
+        .collect()
 }
 
 impl DemoArgs {
@@ -115,10 +176,14 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
         bar.finish();
     }
     let result = result?;
+    let compared = simulate(&scenario, &args.compared());
     if args.json {
-        println!("{}", result_json(&scenario, &result));
+        let mut value = result_json(&scenario, &result);
+        value["compare"] = compared_json(&compared, result.ideal_s);
+        println!("{value}");
     } else {
         print_summary(&scenario, &result);
+        print_comparison(&compared, result.ideal_s);
     }
     if !result.verified {
         bail!("the received bytes differ from the sent ones");
@@ -175,4 +240,43 @@ fn print_summary(scenario: &Scenario, result: &RealtimeResult) {
         result.sender.source_symbols_sent,
         result.overhead()
     );
+}
+
+fn compared_json(compared: &[Simulated], ideal_s: f64) -> serde_json::Value {
+    compared
+        .iter()
+        .map(|run| {
+            json!({
+                "profile": run.profile.name(),
+                "completion_s": run.completion_s.map(|t| round(t, 4)),
+                "ratio": run.completion_s.map(|t| round(t / ideal_s, 4)),
+                "delivered": round(run.delivered, 4),
+                "simulated_s": round(run.simulated_s, 3),
+            })
+        })
+        .collect()
+}
+
+/// The same path in the simulator, ltx beside the presets of `--compare`:
+/// why ltx exists, in a few lines.
+fn print_comparison(compared: &[Simulated], ideal_s: f64) {
+    if compared.is_empty() {
+        return;
+    }
+    println!("the same path in the simulator (virtual time):");
+    for run in compared {
+        match run.completion_s {
+            Some(t) => println!(
+                "  {:<8} {t:>7.2} s  (T/T* {:.2})",
+                run.profile.name(),
+                t / ideal_s
+            ),
+            None => println!(
+                "  {:<8} did not finish: {:.0} % delivered after {:.0} s",
+                run.profile.name(),
+                run.delivered * 100.0,
+                run.simulated_s
+            ),
+        }
+    }
 }

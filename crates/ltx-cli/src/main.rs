@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use ltx_cli::{end_quietly_on_closed_stdout, exit};
 
+mod addr;
 mod cp;
 mod demo;
 mod emu;

@@ -111,6 +111,9 @@ pub struct FlowResult {
     pub overhead_total: f64,
     /// Whether every byte arrived intact.
     pub verified: bool,
+    /// Bytes the receiver read, all of them or as many as arrived before
+    /// the run ended.
+    pub delivered: u64,
     /// Why the connection closed early, if it did.
     pub error: Option<String>,
     /// Source symbols decoded from repair symbols at the receiver.
@@ -355,6 +358,7 @@ impl Scenario {
             goodput_bps,
             overhead: stats.bytes_sent as f64 / delivered,
             overhead_total: (stats.bytes_sent + receiver_stats.bytes_sent) as f64 / delivered,
+            delivered: delivery.read,
             verified: delivery.finished_at.is_some()
                 && delivery.intact
                 && delivery.read == self.size,

@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::accept::packet::RetryPacket;
 use crate::config::TransportConfig;
-use crate::event::{codes, CloseReason, Event, Metrics, TraceEvent};
+use crate::event::{codes, CloseReason, Event, Metrics, TraceEvent, Unreachable};
 use crate::protection::{
     PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
 };
@@ -458,6 +458,22 @@ impl Connection {
             _ => None,
         };
         self.timers.iter().flatten().copied().chain(drain).min()
+    }
+
+    /// The driver learned from an ICMP error that the peer's address is
+    /// unreachable. A client still in its handshake ends at once (nothing
+    /// was established that the error could be a forgery against); once
+    /// established, the error is ignored: it is unauthenticated, and the
+    /// protocol's own timers tell a dead peer from a lost packet.
+    pub fn handle_unreachable(&mut self, now: Instant, why: Unreachable) {
+        if self.side != Side::Client || self.state != State::Handshaking {
+            return;
+        }
+        let _ = now;
+        self.state = State::Closed;
+        self.timers = [None; TIMERS];
+        self.events
+            .push_back(Event::Closed(CloseReason::Unreachable(why)));
     }
 
     /// Handles the expiry of timers due at `now`.
