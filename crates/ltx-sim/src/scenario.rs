@@ -124,6 +124,9 @@ pub struct FlowResult {
     pub source_sent: u64,
     /// The sender's final loss estimate.
     pub loss_estimate: f64,
+    /// The loss the receiver saw: the sender's packets that never arrived,
+    /// from the gaps in their numbers.
+    pub incoming_loss: f64,
     /// Repair symbols sent proactively, reactively, for the tail and as
     /// probes; repairs the receiver found stale, and repairs that arrived
     /// with nothing to solve.
@@ -367,6 +370,7 @@ impl Scenario {
             repair_sent: stats.repair_symbols_sent,
             source_sent: stats.source_symbols_sent,
             loss_estimate: stats.loss_rate,
+            incoming_loss: receiver_stats.incoming_loss(),
             repair_kinds: [
                 stats.repair_proactive,
                 stats.repair_reactive,

@@ -367,6 +367,7 @@ impl Connection {
             pacing_rate: self.recovery.pacing_rate(),
             bytes_in_flight: self.recovery.sent.bytes_in_flight,
             key_updates: self.protection.key_updates(),
+            packets_missing: self.acks.received.missing(),
             ..self.stats
         }
     }
