@@ -1,15 +1,14 @@
 //! `ltx demo`: a transfer over an emulated GEO satellite path with
 //! interference, in one process, with no root and no configuration.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use ltx::ConnectionStats;
-use ltx_cli::live::{describe, human_bytes, round};
-use ltx_cli::realtime::{self, Progress, RealtimeResult, Silent};
+use ltx_cli::live::{describe, human_bytes, round, Display, FileLine, Side};
+use ltx_cli::realtime::{self, Progress, RealtimeResult};
 use ltx_presets::Profile;
 use ltx_sim::scenario::Scenario;
 use ltx_sim::units::{parse_duration, parse_fraction, parse_rate, parse_size};
@@ -137,23 +136,27 @@ impl DemoArgs {
     }
 }
 
-/// A progress bar with the sender's live estimates.
-struct Bar(ProgressBar);
+/// The payload's line, with the sender's live estimates.
+struct Bar {
+    line: Mutex<Option<FileLine>>,
+    total: u64,
+}
 
 impl Progress for Bar {
     fn update(&self, received: u64, sender: &ConnectionStats) {
-        self.0.set_position(received);
-        self.0.set_message(describe(sender));
+        let mut line = self.line.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(line) = line.as_mut() {
+            line.set_detail(describe(sender, Side::Sending));
+            line.progress(Instant::now(), received, self.total);
+        }
     }
 }
 
 /// Runs `ltx demo`.
 pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let scenario = args.scenario()?;
-    let mut bar = None;
-    let progress: Arc<dyn Progress> = if args.json {
-        Arc::new(Silent)
-    } else {
+    let display = Display::new(args.json);
+    if !args.json {
         println!(
             "ltx demo: {} over an emulated path of {} Mbit/s, {} ms round trip, {:.1} % loss in bursts of {} \
              (a GEO satellite link with interference, by default), on loopback",
@@ -163,19 +166,18 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
             scenario.loss * 100.0,
             scenario.burst
         );
-        let bar_widget = ProgressBar::new(scenario.size).with_style(
-            ProgressStyle::with_template(
-                "{bar:32} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} · {msg}",
-            )
-            .expect("a valid template"),
-        );
-        Arc::new(Bar(bar.insert(bar_widget).clone()))
-    };
-    let result = realtime::run(&scenario, progress);
-    if let Some(bar) = bar {
-        bar.finish();
     }
+    let bar = Arc::new(Bar {
+        line: Mutex::new(Some(display.file(Some("payload"), scenario.size))),
+        total: scenario.size,
+    });
+    let result = realtime::run(&scenario, bar.clone());
+    let line = bar.line.lock().unwrap_or_else(|e| e.into_inner()).take();
     let result = result?;
+    if let Some(line) = line {
+        let took = Duration::from_secs_f64(result.completion_s);
+        line.finish(Instant::now(), Some((result.bytes, took)));
+    }
     let compared = simulate(&scenario, &args.compared());
     if args.json {
         let mut value = result_json(&scenario, &result);
