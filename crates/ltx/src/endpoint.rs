@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
@@ -20,6 +21,7 @@ use tokio::sync::Notify;
 
 use crate::connection::Connection;
 use crate::error::ConnectError;
+use crate::qlog::QlogFile;
 use crate::socket::{SendQueue, UdpIo};
 
 /// How many seeds a new connection tries before giving up on a connection
@@ -99,6 +101,10 @@ pub struct EndpointConfig {
     /// and its limits on half-open handshakes and connections per address
     /// (see [`AcceptConfig`] for the defaults and why).
     pub accept: AcceptConfig,
+    /// A directory to write each connection's trace to, as a qlog file
+    /// (`.sqlog`, JSON-SEQ) that qvis and other qlog tools open; `None`
+    /// writes none and costs nothing.
+    pub qlog_dir: Option<PathBuf>,
 }
 
 impl EndpointConfig {
@@ -112,6 +118,7 @@ impl EndpointConfig {
             max_pending_incoming: 64,
             max_connections: 1024,
             accept: AcceptConfig::default(),
+            qlog_dir: None,
         }
     }
 
@@ -197,6 +204,8 @@ pub(crate) struct Slot {
     pub(crate) handed_out: bool,
     /// The Initial route of a server connection, removed with it.
     initial_route: Option<(SocketAddr, ConnectionId)>,
+    /// Its qlog file, when the endpoint writes them.
+    qlog: Option<QlogFile>,
 }
 
 /// Everything behind the endpoint's lock.
@@ -222,6 +231,8 @@ pub(crate) struct State {
     /// The latest refusals, for [`Endpoint::refused_handshake`].
     refused: VecDeque<RefusedHandshake>,
     refused_wakers: Vec<Waker>,
+    /// The socket's address, for qlog files.
+    local_addr: SocketAddr,
 }
 
 /// A client's handshake that this server refused: from where, and why
@@ -324,7 +335,16 @@ impl Endpoint {
     ///
     /// Fails if the socket cannot be bound or the transport settings are
     /// invalid; must be called inside a tokio runtime.
-    pub fn bind(addr: SocketAddr, config: EndpointConfig) -> io::Result<Endpoint> {
+    pub fn bind(addr: SocketAddr, mut config: EndpointConfig) -> io::Result<Endpoint> {
+        if let Some(dir) = &config.qlog_dir {
+            if !dir.is_dir() {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("the qlog directory {} does not exist", dir.display()),
+                ));
+            }
+            config.transport.set_trace(true);
+        }
         config
             .transport
             .validate()
@@ -352,6 +372,7 @@ impl Endpoint {
                 handshakes_refused: 0,
                 refused: VecDeque::new(),
                 refused_wakers: Vec::new(),
+                local_addr,
             }),
             wake_driver: Notify::new(),
             local_addr,
@@ -529,6 +550,12 @@ impl State {
     ) -> ConnectionKey {
         let key = ConnectionKey(self.next_key);
         self.next_key += 1;
+        let qlog = self.config.qlog_dir.as_deref().and_then(|dir| {
+            let side = proto.side();
+            QlogFile::create(dir, key.0, side, self.local_addr, remote, Instant::now())
+                .map_err(|e| tracing::warn!("no qlog file in {}: {e}", dir.display()))
+                .ok()
+        });
         self.by_cid.insert(proto.local_cid(), key);
         if let Some(route) = initial_route {
             self.by_initial.insert(route, key);
@@ -543,6 +570,7 @@ impl State {
                 handles: 0,
                 handed_out: false,
                 initial_route,
+                qlog,
             },
         );
         key
@@ -750,10 +778,25 @@ impl State {
                             });
                             self.refused_wakers.drain(..).for_each(Waker::wake);
                         }
+                        if let Some(qlog) = &mut slot.qlog {
+                            if let Err(e) = qlog.closed(now, &reason) {
+                                tracing::warn!("writing {}: {e}", qlog.path().display());
+                            }
+                        }
                         slot.phase = Phase::Closed(reason);
                         slot.wakers.wake_all();
                     }
-                    Event::Trace(_) => {}
+                    Event::Trace(event) => {
+                        if let Some(qlog) = &mut slot.qlog {
+                            if let Err(e) = qlog.event(now, &event) {
+                                tracing::warn!(
+                                    "writing {}: {e}; its trace stops",
+                                    qlog.path().display()
+                                );
+                                slot.qlog = None;
+                            }
+                        }
+                    }
                 }
             }
             let unheld = slot.handed_out && slot.handles == 0;

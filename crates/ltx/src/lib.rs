@@ -22,6 +22,7 @@ mod connection;
 mod endpoint;
 mod error;
 mod icmp;
+mod qlog;
 #[cfg(all(unix, feature = "shim"))]
 pub mod shim;
 mod socket;
