@@ -18,6 +18,7 @@
 
 pub mod exit;
 pub mod live;
+pub mod metrics;
 pub mod qlog;
 pub mod realtime;
 pub mod repair_args;

@@ -14,7 +14,10 @@ use ltx_proto::accept::packet::{InitialDatagram, RetryPacket};
 use ltx_proto::accept::{AcceptStats, Acceptor, Decision, ServerLoad};
 use ltx_proto::protection::{HandshakeError, PublicKey, SecurityConfig, StaticKeypair, KEY_LEN};
 use ltx_proto::wire::{ConnectionId, Header};
-use ltx_proto::{AcceptConfig, CloseReason, EcnCodepoint, Event, Side, StreamId, TransportConfig};
+use ltx_proto::{
+    AcceptConfig, CloseReason, ConnectionStats, EcnCodepoint, Event, Side, StreamId,
+    TransportConfig,
+};
 use rand::rngs::{OsRng, SmallRng};
 use rand::{Rng, SeedableRng, TryRngCore};
 use tokio::sync::Notify;
@@ -23,6 +26,7 @@ use crate::connection::Connection;
 use crate::error::ConnectError;
 use crate::qlog::QlogFile;
 use crate::socket::{SendQueue, UdpIo};
+use crate::totals::EndpointTotals;
 
 /// How many seeds a new connection tries before giving up on a connection
 /// id that no other connection of the endpoint uses: ids have 32 bits, so
@@ -141,7 +145,7 @@ impl Default for EndpointConfig {
 }
 
 /// What an endpoint holds and what it refused, for watching it under load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct EndpointStats {
     /// Connections it holds, in any state.
     pub connections: usize,
@@ -157,6 +161,10 @@ pub struct EndpointStats {
     /// What its acceptor decided about first packets: retries sent,
     /// cookies refused, limits reached.
     pub accept: AcceptStats,
+    /// Counts over every connection it has held, closed ones included.
+    pub totals: EndpointTotals,
+    /// The statistics of each connection it holds now.
+    pub open: Vec<ConnectionStats>,
 }
 
 /// Identifies a connection among the endpoint's.
@@ -233,6 +241,9 @@ pub(crate) struct State {
     refused_wakers: Vec<Waker>,
     /// The socket's address, for qlog files.
     local_addr: SocketAddr,
+    /// Counts over the connections already removed, and the events of
+    /// all.
+    retired: EndpointTotals,
 }
 
 /// A client's handshake that this server refused: from where, and why
@@ -373,6 +384,7 @@ impl Endpoint {
                 refused: VecDeque::new(),
                 refused_wakers: Vec::new(),
                 local_addr,
+                retired: EndpointTotals::default(),
             }),
             wake_driver: Notify::new(),
             local_addr,
@@ -430,6 +442,8 @@ impl Endpoint {
             unroutable: state.unroutable,
             handshakes_refused: state.handshakes_refused,
             accept: state.acceptor.stats(),
+            totals: state.totals(),
+            open: state.slots.values().map(|s| s.proto.stats()).collect(),
         }
     }
 
@@ -550,6 +564,10 @@ impl State {
     ) -> ConnectionKey {
         let key = ConnectionKey(self.next_key);
         self.next_key += 1;
+        match proto.side() {
+            Side::Client => self.retired.connections_opened += 1,
+            Side::Server => self.retired.connections_accepted += 1,
+        }
         let qlog = self.config.qlog_dir.as_deref().and_then(|dir| {
             let side = proto.side();
             QlogFile::create(dir, key.0, side, self.local_addr, remote, Instant::now())
@@ -578,12 +596,22 @@ impl State {
 
     fn remove(&mut self, key: ConnectionKey) {
         if let Some(slot) = self.slots.remove(&key) {
+            self.retired.add(&slot.proto.stats());
             self.by_cid.remove(&slot.proto.local_cid());
             if let Some(route) = slot.initial_route {
                 self.by_initial.remove(&route);
             }
             self.incoming.retain(|k| *k != key);
         }
+    }
+
+    /// The totals of the removed connections and of those held now.
+    fn totals(&self) -> EndpointTotals {
+        let mut totals = self.retired;
+        for slot in self.slots.values() {
+            totals.add(&slot.proto.stats());
+        }
+        totals
     }
 
     /// Server connections whose handshake is not complete, or whose
@@ -744,6 +772,7 @@ impl State {
             while let Some(event) = slot.proto.poll_event() {
                 match event {
                     Event::Connected => {
+                        self.retired.handshakes_completed += 1;
                         slot.phase = Phase::Established;
                         slot.wakers.established.drain(..).for_each(Waker::wake);
                         if slot.proto.side() == Side::Server {
@@ -767,6 +796,7 @@ impl State {
                         }
                     }
                     Event::Closed(reason) => {
+                        self.retired.closed.count(&reason);
                         if let CloseReason::HandshakeRefused(why) = &reason {
                             self.handshakes_refused += 1;
                             if self.refused.len() == REFUSALS_KEPT {
