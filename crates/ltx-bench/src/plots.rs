@@ -4,8 +4,8 @@
 //! per system or preset). `ltx-bench emu` and `ltx-bench compare` draw them.
 //!
 //! Text is drawn with a TrueType font read at run time
-//! ([`FONT_PATHS`]: Debian's `fonts-dejavu-core`); without one the plots
-//! are not drawn, and the run says so.
+//! ([`ltx_plot::FONT_PATHS`]: Debian's `fonts-dejavu-core`); without one
+//! the plots are not drawn, and the run says so.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,44 +13,16 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::FontStyle;
-
-/// Where a sans-serif TrueType font is looked for.
-pub(crate) const FONT_PATHS: [&str; 3] = [
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/TTF/DejaVuSans.ttf",
-];
 
 /// The family name the plots ask for.
-const FAMILY: &str = "sans-serif";
+const FAMILY: &str = ltx_plot::FAMILY;
 
 /// Size of every plot, pixels.
 const SIZE: (u32, u32) = (900, 560);
 
 /// Loads the font for the plots' text, once per process.
 pub(crate) fn load_font() -> anyhow::Result<()> {
-    static LOADED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    LOADED
-        .get_or_init(|| {
-            let path = FONT_PATHS
-                .iter()
-                .find(|p| Path::new(p).is_file())
-                .ok_or_else(|| {
-                    format!(
-                        "no font for the plots' text (looked for {}; apt-get install \
-                         fonts-dejavu-core)",
-                        FONT_PATHS.join(", ")
-                    )
-                })?;
-            let bytes = std::fs::read(path).map_err(|e| format!("reading {path}: {e}"))?;
-            // plotters keeps the font for the life of the process.
-            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-            plotters::style::register_font(FAMILY, FontStyle::Normal, bytes)
-                .map_err(|_| format!("{path} is not a font plotters can read"))
-        })
-        .clone()
-        .map_err(anyhow::Error::msg)
+    Ok(ltx_plot::load_font()?)
 }
 
 /// Each system's points, by name.

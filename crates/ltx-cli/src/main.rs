@@ -10,6 +10,7 @@ mod cp;
 mod demo;
 mod emu;
 mod keys;
+mod plot;
 mod recv;
 mod send;
 mod sim;
@@ -36,6 +37,9 @@ enum Command {
     /// Make a key pair for `ltx recv` / `ltx send` (--key): writes the
     /// private key to a new file (mode 0600) and prints the public key.
     Keygen(keys::KeygenArgs),
+    /// Draw a qlog trace (from `--qlog`) as stacked time series: rates,
+    /// window, RTT, loss and redundancy, symbols, repairs.
+    Plot(plot::PlotArgs),
     /// Receive files from `ltx send`.
     Recv(recv::RecvArgs),
     /// Send files to `ltx recv` (resumes a partial file from an earlier run).
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Emu(args) => emu::run(&args),
         Command::Keygen(args) => keys::run_keygen(&args),
+        Command::Plot(args) => plot::run(&args),
         Command::Recv(args) => recv::run(&args),
         Command::Send(args) => send::run(&args),
         Command::Sim(command) => {

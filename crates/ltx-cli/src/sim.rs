@@ -11,7 +11,7 @@ use ltx_cli::qlog::{prepare_dir, write_simulated};
 use ltx_cli::repair_args::RepairArgs;
 use ltx_cli::settings::transport_for;
 use ltx_presets::Profile;
-use ltx_qlog::Vantage;
+use ltx_qlog::{QlogWriter, Vantage};
 use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
@@ -81,6 +81,10 @@ pub(crate) struct RunArgs {
     /// `receiver.sqlog`; simulated time), which qvis opens.
     #[arg(long, value_name = "DIR")]
     qlog: Option<PathBuf>,
+    /// Draw the first sender's trace into this picture (`.png` or `.svg`),
+    /// as `ltx plot` draws a qlog file.
+    #[arg(long, value_name = "OUT")]
+    plot: Option<PathBuf>,
 }
 
 /// `ltx sim matrix`.
@@ -146,7 +150,7 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         flows: args.flows,
         queue: args.queue,
         ecn: args.ecn,
-        trace: args.qlog.is_some(),
+        trace: args.qlog.is_some() || args.plot.is_some(),
         transport: transport_for(args.profile, &args.repair, None)?,
         per_flow: args
             .mix
@@ -161,6 +165,9 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
     let cpu_s = started.elapsed().as_secs_f64();
     if let Some(dir) = &args.qlog {
         write_qlog(dir, &result)?;
+    }
+    if let Some(out) = &args.plot {
+        plot_sender(out, &result)?;
     }
     if args.json {
         let mut object = result_json(&scenario, &result, &profiles);
@@ -186,6 +193,16 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// Draws the first sender's trace into `out`, through its qlog form.
+fn plot_sender(out: &Path, result: &ScenarioResult) -> anyhow::Result<()> {
+    let mut writer = QlogWriter::new(Vec::new(), "simulated sender", Vantage::Client, 0.0)?;
+    for (at, event) in &result.trace {
+        writer.event(Duration::from_secs_f64(at.max(0.0)), event)?;
+    }
+    let trace = ltx_plot::Trace::parse(&writer.finish()?)?;
+    crate::plot::draw(&trace, out)
 }
 
 /// The profile each flow of `args` runs.
