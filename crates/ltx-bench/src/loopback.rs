@@ -34,6 +34,8 @@ mod tcp;
 struct System {
     name: &'static str,
     run: RunFn,
+    /// Whether it runs when no `--system` is named.
+    by_default: bool,
 }
 
 /// Runs one transfer over a system: `transfer.bytes` bytes of
@@ -48,18 +50,28 @@ type RunFn = fn(&Sides, &Transfer) -> anyhow::Result<RunMeasurement>;
 const SYSTEMS: &[System] = &[
     System {
         name: "ltx",
+        by_default: true,
         run: ltx::run,
     },
     System {
         name: "ltx-plain",
+        by_default: true,
         run: ltx::run_plain,
     },
     System {
+        name: "ltx-qlog",
+        run: ltx::run_traced,
+        // Each end writes about 0.3 KB of trace per packet: name it to run it.
+        by_default: false,
+    },
+    System {
         name: "quinn",
+        by_default: true,
         run: quinn::run,
     },
     System {
         name: "tcp",
+        by_default: true,
         run: tcp::run,
     },
 ];
@@ -72,6 +84,8 @@ const REFERENCE: &str = "quinn";
 /// must keep at least [`PROTECTION_TARGET`] of the plain throughput.
 const PROTECTED: &str = "ltx";
 const PLAIN: &str = "ltx-plain";
+/// ltx writing its qlog traces, measured against [`PROTECTED`].
+const TRACED: &str = "ltx-qlog";
 const PROTECTION_TARGET: f64 = 0.8;
 
 /// Options of `ltx-bench loopback`.
@@ -83,7 +97,9 @@ pub(crate) struct LoopbackArgs {
     /// Transfers per system; medians are reported.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Systems to run (all when not given), comma-separated or repeated.
+    /// Systems to run, comma-separated or repeated; all but `ltx-qlog`
+    /// (ltx writing its qlog traces, to measure what tracing costs) when
+    /// not given.
     #[arg(long = "system", value_delimiter = ',', value_parser = PossibleValuesParser::new(SYSTEMS.iter().map(|s| s.name)))]
     systems: Vec<String>,
     /// Where the sender and the receiver run.
@@ -316,12 +332,17 @@ impl Comparison {
 
 /// ltx with protection against ltx with the plain layer, when both ran.
 fn protection_cost(summaries: &[Summary]) -> Option<Comparison> {
-    let protected = summaries.iter().find(|s| s.system == PROTECTED)?;
-    let plain = summaries.iter().find(|s| s.system == PLAIN)?;
+    cost(summaries, PROTECTED, PLAIN)
+}
+
+/// `system` against `base`, when both ran.
+fn cost(summaries: &[Summary], system: &'static str, base: &str) -> Option<Comparison> {
+    let of = summaries.iter().find(|s| s.system == system)?;
+    let base = summaries.iter().find(|s| s.system == base)?;
     Some(Comparison {
-        system: PROTECTED,
-        throughput_ratio: protected.gbit_per_s / plain.gbit_per_s,
-        cpu_per_gb_ratio: protected.cpu_s_per_gb / plain.cpu_s_per_gb,
+        system,
+        throughput_ratio: of.gbit_per_s / base.gbit_per_s,
+        cpu_per_gb_ratio: of.cpu_s_per_gb / base.cpu_s_per_gb,
     })
 }
 
@@ -341,11 +362,18 @@ fn compare(summaries: &[Summary]) -> Vec<Comparison> {
         .collect()
 }
 
-/// The systems named on the command line, in table order; all when none is.
+/// The systems named on the command line, in table order; those that run
+/// by default when none is.
 fn selected(names: &[String]) -> Vec<&'static System> {
     SYSTEMS
         .iter()
-        .filter(|s| names.is_empty() || names.iter().any(|n| n == s.name))
+        .filter(|s| {
+            if names.is_empty() {
+                s.by_default
+            } else {
+                names.iter().any(|n| n == s.name)
+            }
+        })
         .collect()
 }
 
@@ -445,6 +473,17 @@ fn print_json(args: &LoopbackArgs, bytes: u64, summaries: &[Summary], comparison
         });
         println!("{line}");
     }
+    if let Some(c) = cost(summaries, TRACED, PROTECTED) {
+        let line: Value = json!({
+            "bench": "loopback",
+            "compare": format!("{TRACED}/{PROTECTED}"),
+            "bytes": bytes,
+            "runs": args.runs,
+            "throughput_ratio": round3(c.throughput_ratio),
+            "cpu_per_gb_ratio": round3(c.cpu_per_gb_ratio),
+        });
+        println!("{line}");
+    }
 }
 
 fn print_table(args: &LoopbackArgs, bytes: u64, summaries: &[Summary], comparisons: &[Comparison]) {
@@ -490,6 +529,12 @@ fn print_table(args: &LoopbackArgs, bytes: u64, summaries: &[Summary], compariso
             } else {
                 "not met"
             }
+        );
+    }
+    if let Some(c) = cost(summaries, TRACED, PROTECTED) {
+        println!(
+            "{TRACED}/{PROTECTED}: writing qlog traces keeps {:.2}× the throughput at {:.2}× the CPU per GB",
+            c.throughput_ratio, c.cpu_per_gb_ratio
         );
     }
 }

@@ -1,8 +1,10 @@
 //! ltx: one bidirectional stream, its send half carrying the bytes; with
 //! its packet protection (`ltx`), and with the plain layer (`ltx-plain`,
-//! a checksum only) to measure what protection costs.
+//! a checksum only) to measure what protection costs; and with each end
+//! writing its qlog trace (`ltx-qlog`) to measure what tracing costs.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use anyhow::Context;
 use ltx::{Endpoint, EndpointConfig, PublicKey, Security};
@@ -23,12 +25,45 @@ pub(super) fn run_plain(sides: &Sides, transfer: &Transfer) -> anyhow::Result<Ru
     run_with(sides, transfer, false)
 }
 
+/// One transfer over ltx, both ends writing a qlog file into a temporary
+/// directory that is deleted afterwards.
+pub(super) fn run_traced(sides: &Sides, transfer: &Transfer) -> anyhow::Result<RunMeasurement> {
+    let dir = std::env::temp_dir().join(format!("ltx-bench-qlog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("making {}", dir.display()))?;
+    let traced = Tracing {
+        protected: true,
+        qlog_dir: Some(dir.clone()),
+    };
+    let result = run_configured(sides, transfer, traced);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+/// How both ends are configured.
+#[derive(Debug, Clone)]
+struct Tracing {
+    protected: bool,
+    qlog_dir: Option<PathBuf>,
+}
+
 fn run_with(sides: &Sides, transfer: &Transfer, protected: bool) -> anyhow::Result<RunMeasurement> {
+    let untraced = Tracing {
+        protected,
+        qlog_dir: None,
+    };
+    run_configured(sides, transfer, untraced)
+}
+
+fn run_configured(
+    sides: &Sides,
+    transfer: &Transfer,
+    ends: Tracing,
+) -> anyhow::Result<RunMeasurement> {
     let (address_tx, address_rx) = oneshot::channel();
     let (start, (end, delivery)) = sides.join(
         transfer.time_limit(),
-        send(address_rx, transfer.clone(), protected),
-        receive(address_tx, transfer.clone(), protected),
+        send(address_rx, transfer.clone(), ends.clone()),
+        receive(address_tx, transfer.clone(), ends),
     )?;
     Ok(RunMeasurement {
         start,
@@ -41,8 +76,12 @@ fn loopback() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], 0))
 }
 
-fn config(base: EndpointConfig, protected: bool) -> EndpointConfig {
-    if protected {
+fn config(base: EndpointConfig, ends: &Tracing) -> EndpointConfig {
+    let base = EndpointConfig {
+        qlog_dir: ends.qlog_dir.clone(),
+        ..base
+    };
+    if ends.protected {
         base
     } else {
         EndpointConfig {
@@ -55,9 +94,9 @@ fn config(base: EndpointConfig, protected: bool) -> EndpointConfig {
 async fn send(
     address: oneshot::Receiver<(SocketAddr, PublicKey)>,
     transfer: Transfer,
-    protected: bool,
+    ends: Tracing,
 ) -> anyhow::Result<Mark> {
-    let endpoint = Endpoint::bind(loopback(), config(EndpointConfig::client(), protected))?;
+    let endpoint = Endpoint::bind(loopback(), config(EndpointConfig::client(), &ends))?;
     let (address, key) = address.await.context("the receiver's address")?;
     let connection = endpoint
         .connect(address, key)
@@ -77,9 +116,9 @@ async fn send(
 async fn receive(
     address: oneshot::Sender<(SocketAddr, PublicKey)>,
     transfer: Transfer,
-    protected: bool,
+    ends: Tracing,
 ) -> anyhow::Result<(Mark, super::Delivery)> {
-    let endpoint = Endpoint::bind(loopback(), config(EndpointConfig::server(), protected))?;
+    let endpoint = Endpoint::bind(loopback(), config(EndpointConfig::server(), &ends))?;
     // A plain endpoint has no key; the sender then ignores the one given.
     let key = endpoint
         .public_key()
