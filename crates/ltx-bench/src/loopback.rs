@@ -586,6 +586,7 @@ mod tests {
         let short = System {
             name: "short",
             run: one_byte_short,
+            by_default: false,
         };
         let transfer = Transfer {
             bytes: 100_000,
