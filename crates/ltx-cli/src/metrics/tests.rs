@@ -128,6 +128,7 @@ async fn a_scrape_during_and_after_a_transfer_counts_what_moved() {
             }
         }
         assert!(after["ltx_bytes_received_total"] > 1_000_000.0);
+        every_metric_of_the_dashboard_is_served(&after);
     })
     .await
     .expect("the test ends in time");
@@ -143,4 +144,26 @@ async fn other_paths_and_garbage_get_errors_not_metrics() {
     assert_eq!(status, "HTTP/1.1 404 Not Found");
     let (status, _) = http(metrics.local_addr(), "\u{1}\u{2} nonsense\r\n\r\n").await;
     assert_eq!(status, "HTTP/1.1 400 Bad Request");
+}
+
+/// The Grafana dashboard under `dist/` asks only for metrics the endpoint
+/// serves.
+fn every_metric_of_the_dashboard_is_served(scrape: &BTreeMap<String, f64>) {
+    let dashboard = include_str!("../../../../dist/grafana-ltx.json");
+    let served: Vec<&str> = scrape
+        .keys()
+        .map(|series| series.split('{').next().unwrap_or(series))
+        .collect();
+    let mut asked = 0;
+    for (at, _) in dashboard.match_indices("ltx_") {
+        let name: String = dashboard[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+            .collect();
+        if name.len() > "ltx_".len() {
+            asked += 1;
+            assert!(served.contains(&name.as_str()), "the dashboard asks for {name}");
+        }
+    }
+    assert!(asked > 10, "the dashboard names {asked} metrics");
 }
