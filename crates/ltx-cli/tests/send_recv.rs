@@ -448,3 +448,89 @@ fn a_sender_takes_the_repair_settings_of_the_simulator() {
         &["--delay-per-percent", "300ms", "--max-repair-span", "1024"],
     );
 }
+
+/// One send through an emulated path: what each side took.
+struct Timed {
+    /// From the sender's start to its exit.
+    sender_s: f64,
+    /// From the receiver's start... to its exit (it runs with --once).
+    receiver_exit_s: f64,
+    sender: Output,
+    receiver: Output,
+}
+
+/// Sends `files` to a fresh receiver through the impairment shim with
+/// `one_way` delay each way, no loss and 50 Mbit/s; the receiver exits after
+/// the connection.
+fn send_through_shim(files: &[&Path], out: &Path, one_way: Duration, extra: &[&str]) -> Timed {
+    use ltx::shim::ImpairedPath;
+    use ltx_link::{LinkConfig, QueueLimit, Rate};
+
+    let (receiver, target) = start_receiver(out, &["--timeout", "60s"]);
+    let receiver_started = Instant::now();
+    let link = LinkConfig {
+        delay: one_way,
+        rate: Some(Rate(50_000_000)),
+        queue: QueueLimit::Packets(4096),
+        ..LinkConfig::default()
+    };
+    let server = target.addr.parse().expect("the receiver's address");
+    let path = ImpairedPath::start(server, link.clone(), link, 1).expect("the shim");
+    let through = Target {
+        addr: path.client_facing_addr().to_string(),
+        key: target.key.clone(),
+    };
+    let started = Instant::now();
+    let sender = send(files, &through, extra);
+    let sender_s = started.elapsed().as_secs_f64();
+    let receiver = finish(receiver, Duration::from_secs(120));
+    let receiver_exit_s = receiver_started.elapsed().as_secs_f64();
+    drop(path);
+    Timed {
+        sender_s,
+        receiver_exit_s,
+        sender,
+        receiver,
+    }
+}
+
+/// The round trips a sender spends on one 3-byte file, one 1 KB file and
+/// 100 files of 1 KB on a 600 ms path (no loss, 50 Mbit/s), as process
+/// times: `cargo test -p ltx-cli --profile checked --test send_recv --
+/// --ignored --nocapture round_trips`. The figures are in docs/files.md.
+#[test]
+#[ignore = "a measurement on a 600 ms path: about a minute of real time"]
+fn round_trips_on_a_600_ms_path() {
+    let rtt = 0.6;
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let three = tmp.path().join("three");
+    std::fs::write(&three, b"abc").expect("write");
+    let one_k = tmp.path().join("one_k");
+    std::fs::write(&one_k, random_bytes(1000, 7)).expect("write");
+    let many = tmp.path().join("many");
+    std::fs::create_dir(&many).expect("mkdir");
+    for i in 0..100 {
+        std::fs::write(many.join(format!("f{i:03}")), random_bytes(1000, i)).expect("write");
+    }
+    println!("| case | sender exits after | receiver's time_s | receiver exits after |");
+    println!("| --- | --- | --- | --- |");
+    let cases: [(&str, &Path, &[&str]); 3] = [
+        ("3 bytes", &three, &[]),
+        ("1 KB", &one_k, &[]),
+        ("100 × 1 KB", &many, &["-r"]),
+    ];
+    for (i, (case, file, extra)) in cases.into_iter().enumerate() {
+        let out = tmp.path().join(format!("out{i}"));
+        let timed = send_through_shim(&[file], &out, Duration::from_millis(300), extra);
+        assert!(timed.sender.status.success(), "{:?}", timed.sender);
+        assert!(timed.receiver.status.success(), "{:?}", timed.receiver);
+        let time_s = json(&timed.receiver)["time_s"].as_f64().expect("time_s");
+        println!(
+            "| {case} | {:.2} s ({:.1} RTT) | {time_s:.2} s ({:.1} RTT) | {:.2} s |",
+            timed.sender_s,
+            timed.sender_s / rtt,
+            time_s / rtt,
+            timed.receiver_exit_s,
+        );
+    }
+}
