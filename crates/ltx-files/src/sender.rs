@@ -269,13 +269,15 @@ pub async fn send_file<R, W, P>(
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
-    P: FnMut(Progress),
+    P: FnMut(Progress) + Send,
 {
-    // Events come one at a time, never from inside another.
-    let progress = std::cell::RefCell::new(progress);
+    // A mutex, not a cell: the future holds the callback across awaits and
+    // must stay `Send` for a multi-threaded runtime.
+    let progress = Mutex::new(progress);
     let events = |event: Event<'_>| {
         if let EventKind::Progress(p) = event.kind {
-            (progress.borrow_mut())(p);
+            let mut progress = progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            (*progress)(p);
         }
     };
     let sources = Sources::new([Source::File {

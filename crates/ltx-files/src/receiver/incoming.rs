@@ -556,7 +556,7 @@ where
             // A file that is wrong whole would only be resumed into another
             // mismatch.
             self.discard_part().await;
-            self.answer(writer, ReceiverFrame::Outcome(Outcome::HashMismatch { actual }))
+            Self::answer(writer, ReceiverFrame::Outcome(Outcome::HashMismatch { actual }))
                 .await;
             self.answered = Some(FileOutcome::Failed(TransferError::HashMismatch {
                 expected,
@@ -594,7 +594,7 @@ where
         };
         // The file is stored whether or not the sender hears about it; if
         // it does not, its rerun finds the file present.
-        self.answer(writer, ReceiverFrame::Outcome(outcome)).await;
+        Self::answer(writer, ReceiverFrame::Outcome(outcome)).await;
         self.answered = Some(FileOutcome::Done(Received {
             name: self.name.clone(),
             path,
@@ -624,7 +624,7 @@ where
             _ => 0,
         };
         self.state = State::Answered;
-        self.answer(writer, ReceiverFrame::Outcome(Outcome::Canceled { kept }))
+        Self::answer(writer, ReceiverFrame::Outcome(Outcome::Canceled { kept }))
             .await;
         self.answered = Some(FileOutcome::Stopped {
             kept,
@@ -674,7 +674,7 @@ where
     /// Answers a refusal, as the file's final word.
     async fn refuse<W: AsyncWrite + Unpin>(&mut self, writer: &mut W, refusal: Refusal) {
         let message = Text::new(refusal.message);
-        self.answer(
+        Self::answer(
             writer,
             ReceiverFrame::Refuse {
                 reason: refusal.reason,
@@ -700,7 +700,7 @@ where
             TransferError::RemoteIo { message } => message.to_string(),
             other => other.to_string(),
         };
-        self.answer(
+        Self::answer(
             writer,
             ReceiverFrame::Outcome(Outcome::Failed {
                 message: Text::new(message),
@@ -711,7 +711,9 @@ where
         self.state = State::Answered;
     }
 
-    async fn answer<W: AsyncWrite + Unpin>(&self, writer: &mut W, frame: ReceiverFrame) {
+    /// Writes an answer. Takes no `self`: a borrow of the file held across
+    /// the write would make the lane's future need a `Sync` sink.
+    async fn answer<W: AsyncWrite + Unpin>(writer: &mut W, frame: ReceiverFrame) {
         // A sender that has gone hears nothing; the lane's next read says so.
         let _ = wire::write_receiver_frame(writer, &frame).await;
     }

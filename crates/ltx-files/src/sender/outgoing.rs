@@ -67,6 +67,16 @@ enum Input<'s> {
     Stream(&'s mut (dyn AsyncRead + Send + Unpin)),
 }
 
+impl Input<'_> {
+    /// Its path, for errors (`-` for a stream).
+    fn path(&self) -> PathBuf {
+        match self {
+            Input::File { path, .. } => path.clone(),
+            Input::Stream(_) => PathBuf::from("-"),
+        }
+    }
+}
+
 /// What shows that a file changed while it was read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
@@ -96,6 +106,15 @@ impl Drop for PrefixCheck {
     fn drop(&mut self) {
         self.cancel.store(true, Ordering::Relaxed);
     }
+}
+
+/// Where the receiver's HAVE stands: a hash of the local prefix under
+/// way, and whether it has been answered (SEEK, DIFFERS, or by the data
+/// passing it).
+#[derive(Default)]
+struct Redirect {
+    check: Option<PrefixCheck>,
+    settled: bool,
 }
 
 /// How a file's data loop ended.
@@ -268,6 +287,8 @@ where
 
     /// Writes the file's data in DATA frames, acting on what the receiver
     /// says meanwhile, until the end of the file or until it ends early.
+    /// The answers are looked at before every frame, so that a SEEK or a
+    /// stop comes at most one frame after the news.
     async fn send_data(
         &mut self,
         index: usize,
@@ -281,64 +302,12 @@ where
         };
         let mut buf = vec![0; CHUNK_LEN];
         let mut frame = Vec::with_capacity(MAX_DATA_LEN + 3);
+        let mut redirect = Redirect::default();
         let mut pos = 0u64;
-        let mut check: Option<PrefixCheck> = None;
-        // Whether the receiver's HAVE has been answered (SEEK, DIFFERS, or
-        // by the data passing it).
-        let mut settled = false;
         self.progress(name, pos, size);
-        loop {
-            // What the receiver said.
-            let mut last = false;
-            while let Ok(heard) = self.answers.try_recv() {
-                if heard.index != index {
-                    continue;
-                }
-                match heard.kind {
-                    HeardKind::Last => last = true,
-                    HeardKind::Have { len, hash } => match input {
-                        Input::File { path, .. } if !settled && pos < len => {
-                            check = Some(start_prefix_check(path.clone(), len, hash));
-                        }
-                        // The data has passed what the receiver has: it
-                        // compares all of it itself.
-                        Input::File { .. } => settled = true,
-                        Input::Stream(_) => {
-                            // A stream cannot be reread to compare.
-                            settled = true;
-                            self.frame(&SenderFrame::Differs).await?;
-                        }
-                    },
-                }
-            }
-            if last {
-                return self.cancel("the receiver has answered").await;
-            }
-            if self.stop.is_stopped() {
-                self.update(|record| record.stopped = true);
-                return self.cancel("interrupted").await;
-            }
-            if check.as_ref().is_some_and(|c| c.task.is_finished()) {
-                if let Some(mut done) = check.take() {
-                    settled = true;
-                    let (len, theirs) = (done.len, done.theirs);
-                    let result = (&mut done.task).await;
-                    match result {
-                        Ok(Ok((ours, read))) if read == len && ours.finalize() == theirs => {
-                            if pos < len {
-                                self.seek(input, len).await?;
-                                *hasher = ours;
-                                pos = len;
-                                self.update(|record| record.resumed_from = len);
-                                self.event(name, EventKind::Resumed { at: len });
-                                self.progress(name, pos, size);
-                            }
-                        }
-                        // Other bytes, or ones that could not be read: the
-                        // receiver compares what comes and takes it.
-                        _ => self.frame(&SenderFrame::Differs).await?,
-                    }
-                }
+        'chunks: loop {
+            if let Some(ended) = self.listen(index, name, input, hasher, &mut redirect, &mut pos).await? {
+                return Ok(ended);
             }
             let want = match size {
                 Some(size) => usize::try_from(size - pos)
@@ -351,7 +320,7 @@ where
             }
             let n = match read_full(input, &mut buf[..want]).await {
                 Ok(n) => n,
-                Err(e) => return self.fail_local(input, "read", e).await,
+                Err(e) => return self.fail_local(input.path(), "read", e).await,
             };
             if n == 0 {
                 if size.is_some() {
@@ -359,37 +328,113 @@ where
                         io::ErrorKind::UnexpectedEof,
                         "the file shrank while it was being sent",
                     );
-                    return self.fail_local(input, "read", e).await;
+                    return self.fail_local(input.path(), "read", e).await;
                 }
                 break;
             }
-            let chunk = &buf[..n];
-            hasher.update(chunk);
-            for piece in chunk.chunks(MAX_DATA_LEN) {
+            for (i, piece) in buf[..n].chunks(MAX_DATA_LEN).enumerate() {
+                if i > 0 {
+                    let at = pos;
+                    if let Some(ended) = self.listen(index, name, input, hasher, &mut redirect, &mut pos).await? {
+                        return Ok(ended);
+                    }
+                    if pos != at {
+                        // Skipped ahead: the rest of this chunk is behind.
+                        continue 'chunks;
+                    }
+                }
+                hasher.update(piece);
                 frame.clear();
                 SenderFrame::Data(piece).emit(&mut frame);
                 self.write(&frame, Stage::Data).await?;
+                let len = piece.len() as u64;
+                pos += len;
+                self.update(|record| record.bytes_sent += len);
             }
-            pos += n as u64;
-            self.update(|record| {
-                record.bytes_sent += n as u64;
-                if size.is_none() {
-                    record.size = None;
-                }
-            });
             self.progress(name, pos, size);
         }
         if let Input::File { file, stamp, .. } = input {
             let now = file.metadata().await.map(|meta| Stamp::of(&meta));
             if now.ok() != Some(*stamp) {
                 let e = io::Error::other("the file changed while it was being sent; send it again");
-                return self.fail_local(input, "read", e).await;
+                return self.fail_local(input.path(), "read", e).await;
             }
         }
         if size.is_none() {
             self.update(|record| record.size = Some(pos));
         }
         Ok(Ended::Complete)
+    }
+
+    /// Acts on what the receiver said and on a stop: `Some` if the file
+    /// ends here; moves `pos` (and the hasher) if what the receiver has
+    /// turned out to be the file's first bytes.
+    async fn listen(
+        &mut self,
+        index: usize,
+        name: &TransferName,
+        input: &mut Input<'_>,
+        hasher: &mut blake3::Hasher,
+        redirect: &mut Redirect,
+        pos: &mut u64,
+    ) -> Result<Option<Ended>, TransferError> {
+        let mut last = false;
+        while let Ok(heard) = self.answers.try_recv() {
+            if heard.index != index {
+                continue;
+            }
+            match heard.kind {
+                HeardKind::Last => last = true,
+                HeardKind::Have { len, hash } => match input {
+                    Input::File { path, .. } if !redirect.settled && *pos < len => {
+                        redirect.check = Some(start_prefix_check(path.clone(), len, hash));
+                    }
+                    // The data has passed what the receiver has: it
+                    // compares all of it itself.
+                    Input::File { .. } => redirect.settled = true,
+                    Input::Stream(_) => {
+                        // A stream cannot be reread to compare.
+                        redirect.settled = true;
+                        self.frame(&SenderFrame::Differs).await?;
+                    }
+                },
+            }
+        }
+        if last {
+            return self.cancel("the receiver has answered").await.map(Some);
+        }
+        if self.stop.is_stopped() {
+            self.update(|record| record.stopped = true);
+            return self.cancel("interrupted").await.map(Some);
+        }
+        if !redirect.check.as_ref().is_some_and(|c| c.task.is_finished()) {
+            return Ok(None);
+        }
+        let Some(mut done) = redirect.check.take() else {
+            return Ok(None);
+        };
+        redirect.settled = true;
+        let (len, theirs) = (done.len, done.theirs);
+        match (&mut done.task).await {
+            Ok(Ok((ours, read))) if read == len && ours.finalize() == theirs => {
+                if *pos < len {
+                    self.seek(input, len).await?;
+                    *hasher = ours;
+                    *pos = len;
+                    self.update(|record| record.resumed_from = len);
+                    self.event(name, EventKind::Resumed { at: len });
+                    let size = match input {
+                        Input::File { size, .. } => Some(*size),
+                        Input::Stream(_) => None,
+                    };
+                    self.progress(name, *pos, size);
+                }
+            }
+            // Other bytes, or ones that could not be read: the receiver
+            // compares what comes and takes it.
+            _ => self.frame(&SenderFrame::Differs).await?,
+        }
+        Ok(None)
     }
 
     /// Skips the input to `to` and tells the receiver.
@@ -408,14 +453,10 @@ where
     /// in its record.
     async fn fail_local(
         &mut self,
-        input: &Input<'_>,
+        path: PathBuf,
         action: &'static str,
         error: io::Error,
     ) -> Result<Ended, TransferError> {
-        let path = match input {
-            Input::File { path, .. } => path.clone(),
-            Input::Stream(_) => PathBuf::from("-"),
-        };
         let text = format!("cannot read the file on the sender: {error}");
         self.update(|record| record.local_error = Some(TransferError::local(action, path, error)));
         self.cancel(&text).await
