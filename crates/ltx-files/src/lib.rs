@@ -100,7 +100,10 @@ mod tests;
 
 pub use error::{Stage, TransferError};
 pub use name::{LinkTarget, NameError, TransferName, MAX_COMPONENT_LEN, MAX_NAME_LEN, PART_SUFFIX};
-pub use plan::{plan_transfers, plan_transfers_with, Plan, PlanError, PlanOptions, PlannedFile, PlannedKind, SkipReason};
+pub use plan::{
+    plan_transfers, plan_transfers_with, Plan, PlanError, PlanOptions, PlannedFile, PlannedKind,
+    SkipReason,
+};
 pub use progress::{Event, EventKind, FileOutcome, Phase, Progress};
 pub use receiver::{
     receive_file, receive_lane, sender_finished, Inbox, Peer, ReceiveLane, ReceiveOptions,

@@ -456,7 +456,10 @@ mod tests {
             links: true,
         };
         let plan = plan_transfers_with(&[tree.clone(), named.clone()], links).unwrap();
-        assert_eq!(names(&plan), ["tree/link", "tree/loop", "tree/real", "named-link"]);
+        assert_eq!(
+            names(&plan),
+            ["tree/link", "tree/loop", "tree/real", "named-link"]
+        );
         let target = |i: usize| match &plan.files[i].kind {
             PlannedKind::Link(target) => target.as_str().to_owned(),
             PlannedKind::File => panic!("{:?} is a file", plan.files[i]),

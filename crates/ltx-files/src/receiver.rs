@@ -141,7 +141,8 @@ where
         };
         match frame {
             SenderFrame::Offer(offer) => {
-                let (report, end) = receive_offered(reader, writer, &mut buf, inbox, peer, events, offer).await;
+                let (report, end) =
+                    receive_offered(reader, writer, &mut buf, inbox, peer, events, offer).await;
                 files.push(report);
                 if end.is_err() {
                     break end;
@@ -220,7 +221,9 @@ where
     let progress = Mutex::new(progress);
     let events = |event: Event<'_>| {
         if let EventKind::Progress(p) = event.kind {
-            let mut progress = progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut progress = progress
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             (*progress)(p);
         }
     };
@@ -231,7 +234,10 @@ where
         Some(FileOutcome::Failed(error)) => Err(error),
         Some(FileOutcome::Stopped { why, .. }) => Err(TransferError::PeerClosed {
             stage: Stage::Data,
-            source: io::Error::new(io::ErrorKind::Interrupted, format!("the sender stopped: {why}")),
+            source: io::Error::new(
+                io::ErrorKind::Interrupted,
+                format!("the sender stopped: {why}"),
+            ),
         }),
         None => Err(lane.end.err().unwrap_or_else(|| TransferError::PeerClosed {
             stage: Stage::Offer,
@@ -322,7 +328,8 @@ where
                 reason: refusal.reason,
                 message,
             };
-            let incoming = Incoming::refused(offer.name.clone(), offer.size, options, events, error);
+            let incoming =
+                Incoming::refused(offer.name.clone(), offer.size, options, events, error);
             (frame, incoming)
         }
         Prepared::Fresh { claim, part } => {
@@ -330,7 +337,10 @@ where
             incoming.claim = Some(claim);
             (ReceiverFrame::Accept, incoming)
         }
-        Prepared::ToWriter(out) => (ReceiverFrame::Accept, state(State::Writing(Sink::Writer(out)))),
+        Prepared::ToWriter(out) => (
+            ReceiverFrame::Accept,
+            state(State::Writing(Sink::Writer(out))),
+        ),
         Prepared::Held {
             claim,
             reference,
@@ -465,4 +475,3 @@ async fn refuse<W: AsyncWrite + Unpin>(writer: &mut W, refusal: Refusal) -> Tran
         message,
     }
 }
-

@@ -276,7 +276,9 @@ where
     let progress = Mutex::new(progress);
     let events = |event: Event<'_>| {
         if let EventKind::Progress(p) = event.kind {
-            let mut progress = progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut progress = progress
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             (*progress)(p);
         }
     };
@@ -297,12 +299,12 @@ where
     match lane.files.into_iter().next().map(|report| report.outcome) {
         Some(FileOutcome::Done(sent)) => Ok(sent),
         Some(FileOutcome::Failed(error)) => Err(error),
-        Some(FileOutcome::Stopped { .. }) | None => Err(lane.end.err().unwrap_or_else(|| {
-            TransferError::PeerClosed {
+        Some(FileOutcome::Stopped { .. }) | None => {
+            Err(lane.end.err().unwrap_or_else(|| TransferError::PeerClosed {
                 stage: Stage::Outcome,
                 source: io::Error::from(io::ErrorKind::UnexpectedEof),
-            }
-        })),
+            }))
+        }
     }
 }
 

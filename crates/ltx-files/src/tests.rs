@@ -19,6 +19,9 @@ use super::name::TransferName;
 use super::wire::{self, Hash, Offer, Outcome, ReceiverFrame, SenderFrame};
 use super::*;
 
+mod lanes;
+mod misbehaving;
+mod round_trips;
 
 /// Small enough that the sender often waits for the receiver, as over a
 /// real link.
@@ -200,6 +203,89 @@ pub(super) async fn send(src: &Path, name: &str, dst: &Path, options: &ReceiveOp
     run(src, name, dst, options, None).await
 }
 
+/// Sends `sources` over `lanes` pipes made by `pipe` into `inbox`, all lanes
+/// at once, as one sender (`peer`) would; returns each lane's reports,
+/// sender's and receiver's, in lane order.
+pub(super) async fn send_lanes<S>(
+    pipes: Vec<(S, S)>,
+    sources: &Sources,
+    options: &SendOptions,
+    inbox: &Inbox,
+    peer: &Peer,
+    events: &(impl Fn(Event<'_>) + Sync),
+) -> Vec<(SendLane, ReceiveLane)>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let count = u8::try_from(pipes.len()).unwrap();
+    let stop = Stop::never();
+    let runs = pipes.into_iter().enumerate().map(|(index, (a, b))| {
+        let lane = Lane::new(u8::try_from(index).unwrap(), count).unwrap();
+        let stop = &stop;
+        async move {
+            let sender = async move {
+                let (mut reader, mut writer) = split(a);
+                send_lane(
+                    &mut reader,
+                    &mut writer,
+                    lane,
+                    sources,
+                    options,
+                    stop,
+                    events,
+                )
+                .await
+            };
+            let receiver = async move {
+                let (mut reader, mut writer) = split(b);
+                receive_lane(&mut reader, &mut writer, inbox, peer, events).await
+            };
+            tokio::join!(sender, receiver)
+        }
+    });
+    futures_join_all(runs).await
+}
+
+/// Runs futures together on this task, and returns their outputs in order.
+pub(super) async fn futures_join_all<F: std::future::Future>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for future in futures {
+        set.push(Box::pin(future));
+    }
+    let mut outputs: Vec<Option<F::Output>> = set.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in set.iter_mut().zip(outputs.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs
+        .into_iter()
+        .map(|o| o.expect("every future finished"))
+        .collect()
+}
+
+/// The sources for the files `names` in `dir`, in order.
+pub(super) fn file_sources(dir: &Path, names: &[String]) -> Sources {
+    Sources::new(names.iter().map(|name| Source::File {
+        path: dir.join(name),
+        name: TransferName::parse(name).unwrap(),
+    }))
+}
+
 /// Carries bytes from `from` to `to` `delay` later, with at most `window`
 /// bytes on their way, in tokio's time.
 async fn delay_line(
@@ -276,9 +362,15 @@ async fn interrupted(dirs: &Dirs, name: &str, data: &[u8], kept: u64) -> u64 {
     );
     assert!(!dirs.dst.join(name).exists());
     let held = std::fs::metadata(dirs.part(name)).unwrap().len();
-    assert!(held <= kept && held + wire::MAX_DATA_LEN as u64 >= kept, "{held}");
+    assert!(
+        held <= kept && held + wire::MAX_DATA_LEN as u64 >= kept,
+        "{held}"
+    );
     assert_eq!(held % wire::MAX_DATA_LEN as u64, 0);
-    assert_eq!(std::fs::read(dirs.part(name)).unwrap(), data[..held as usize]);
+    assert_eq!(
+        std::fs::read(dirs.part(name)).unwrap(),
+        data[..held as usize]
+    );
     held
 }
 
@@ -379,7 +471,10 @@ async fn mode_and_modification_time_are_kept() {
         keep_metadata: false,
         ..ReceiveOptions::default()
     };
-    send(&src, "script.sh", &dirs.dst, &options).await.sent.unwrap();
+    send(&src, "script.sh", &dirs.dst, &options)
+        .await
+        .sent
+        .unwrap();
     let meta = std::fs::metadata(dirs.dst.join("script.sh")).unwrap();
     assert_ne!(meta.permissions().mode() & 0o777, 0o700);
     assert!(meta.modified().unwrap() > when);
@@ -398,7 +493,15 @@ async fn a_rerun_resumes_where_the_stream_broke() {
     let window = 256 << 10;
     let path = delayed_pipe(Duration::from_millis(50), window);
     let src = dirs.src.join("big");
-    let run = run_over(path, &src, "big", &dirs.dst, &ReceiveOptions::default(), None).await;
+    let run = run_over(
+        path,
+        &src,
+        "big",
+        &dirs.dst,
+        &ReceiveOptions::default(),
+        None,
+    )
+    .await;
     let sent = run.sent.unwrap();
     let received = run.received.unwrap();
     let rest = data.len() as u64 - held;
@@ -439,7 +542,13 @@ async fn a_damaged_partial_file_is_started_over_where_it_differs() {
     std::fs::write(&part, bytes).unwrap();
     assert!(held > 1234);
 
-    let run = send(&dirs.src.join("f"), "f", &dirs.dst, &ReceiveOptions::default()).await;
+    let run = send(
+        &dirs.src.join("f"),
+        "f",
+        &dirs.dst,
+        &ReceiveOptions::default(),
+    )
+    .await;
     let sent = run.sent.unwrap();
     assert_eq!((sent.resumed_from, sent.bytes_sent), (0, data.len() as u64));
     assert_eq!(run.received.unwrap().resumed_from, 0);
@@ -540,7 +649,10 @@ async fn an_identical_file_is_already_there() {
     let data = random_bytes(17, 3 * MIB);
     let src = dirs.source("f", &data);
     std::fs::write(dirs.dst.join("f"), &data).unwrap();
-    let before = std::fs::metadata(dirs.dst.join("f")).unwrap().modified().unwrap();
+    let before = std::fs::metadata(dirs.dst.join("f"))
+        .unwrap()
+        .modified()
+        .unwrap();
     for force in [false, true] {
         let options = ReceiveOptions {
             force,
@@ -551,9 +663,16 @@ async fn an_identical_file_is_already_there() {
         let sent = run.sent.unwrap();
         let received = run.received.unwrap();
         assert!(sent.already_present && received.already_present);
-        assert!(sent.bytes_sent < data.len() as u64 / 2, "{}", sent.bytes_sent);
+        assert!(
+            sent.bytes_sent < data.len() as u64 / 2,
+            "{}",
+            sent.bytes_sent
+        );
         assert_eq!(received.path, dirs.dst.join("f"));
-        let after = std::fs::metadata(dirs.dst.join("f")).unwrap().modified().unwrap();
+        let after = std::fs::metadata(dirs.dst.join("f"))
+            .unwrap()
+            .modified()
+            .unwrap();
         assert_eq!(after, before);
         assert_eq!(dirs.listing(), ["f"]);
     }
@@ -817,13 +936,18 @@ async fn a_sender_that_exits_mid_transfer_leaves_a_partial_file() {
     let dirs = Dirs::new();
     let data = random_bytes(22, 20_000);
     let mut bytes = preamble();
-    bytes.extend(sender_frames(&[offer("f", 20_000), SenderFrame::Data(&data[..5000])]));
+    bytes.extend(sender_frames(&[
+        offer("f", 20_000),
+        SenderFrame::Data(&data[..5000]),
+    ]));
     let (a, b) = duplex(PIPE_LEN);
     let sender = async move {
         let (mut reader, mut writer) = split(a);
         writer.write_all(&bytes).await.unwrap();
         let mut buf = wire::frame_buf();
-        let answer = wire::read_receiver_frame(&mut reader, &mut buf).await.unwrap();
+        let answer = wire::read_receiver_frame(&mut reader, &mut buf)
+            .await
+            .unwrap();
         drop((reader, writer));
         answer
     };
@@ -936,7 +1060,10 @@ async fn a_stopped_file_is_kept_and_resumes() {
         FileOutcome::Stopped { kept: k, why } if *k == kept && why == "interrupted"
     ));
     assert!(kept >= MIB as u64, "{kept}");
-    assert_eq!(std::fs::read(dirs.part("f")).unwrap(), data[..kept as usize]);
+    assert_eq!(
+        std::fs::read(dirs.part("f")).unwrap(),
+        data[..kept as usize]
+    );
     assert!(!dirs.dst.join("f").exists());
 
     // The name is free at once: the rerun (through the same inbox) resumes.
@@ -948,7 +1075,16 @@ async fn a_stopped_file_is_kept_and_resumes() {
     let sender = async {
         let (mut reader, mut writer) = split(a);
         let options = SendOptions::default();
-        send_lane(&mut reader, &mut writer, Lane::single(), &sources, &options, &Stop::never(), &|_| {}).await
+        send_lane(
+            &mut reader,
+            &mut writer,
+            Lane::single(),
+            &sources,
+            &options,
+            &Stop::never(),
+            &|_| {},
+        )
+        .await
     };
     let receiver = async {
         let (mut reader, mut writer) = split(b);
@@ -1018,7 +1154,15 @@ fn lane_futures_are_send() {
     let events = |_: Event<'_>| {};
     let stop = Stop::never();
     let options = SendOptions::default();
-    let sending = send_lane(&mut reader, &mut writer, Lane::single(), &sources, &options, &stop, &events);
+    let sending = send_lane(
+        &mut reader,
+        &mut writer,
+        Lane::single(),
+        &sources,
+        &options,
+        &stop,
+        &events,
+    );
     assert_send(&sending);
     let (mut reader, mut writer) = split(b);
     let inbox = Inbox::writer(tokio::io::sink(), ReceiveOptions::default());

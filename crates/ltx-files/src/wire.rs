@@ -580,7 +580,9 @@ pub enum ProtocolError {
     #[error("not an ltx file stream (magic {0:02x?})")]
     BadMagic([u8; 4]),
     /// The sender speaks another version.
-    #[error("the sender speaks file protocol {0}; this receiver speaks {VERSION}: update the older one")]
+    #[error(
+        "the sender speaks file protocol {0}; this receiver speaks {VERSION}: update the older one"
+    )]
     UnsupportedVersion(u8),
     /// A preamble whose lane is not below its count of lanes.
     #[error("lane {index} of {count} does not exist")]
@@ -788,7 +790,10 @@ pub(crate) async fn read_receiver_frame<R: AsyncRead + Unpin>(
 }
 
 /// Writes `bytes` and flushes them.
-pub(crate) async fn write_all<W: AsyncWrite + Unpin>(writer: &mut W, bytes: &[u8]) -> io::Result<()> {
+pub(crate) async fn write_all<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    bytes: &[u8],
+) -> io::Result<()> {
     writer.write_all(bytes).await?;
     writer.flush().await
 }
@@ -1016,7 +1021,15 @@ mod tests {
             size: Some(0x0102),
             metadata: Metadata::new(0o644, 0x0a0b, 7),
         }));
-        let mut expected = vec![0x10, 0x00, 2 + 2 + 1 + 8 + 4 + 8 + 4, 0x00, 0x02, b'a', b'b'];
+        let mut expected = vec![
+            0x10,
+            0x00,
+            2 + 2 + 1 + 8 + 4 + 8 + 4,
+            0x00,
+            0x02,
+            b'a',
+            b'b',
+        ];
         expected.push(0x01);
         expected.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0x01, 0x02]);
         expected.extend_from_slice(&[0, 0, 0x01, 0xa4]);
@@ -1054,7 +1067,11 @@ mod tests {
             .iter()
             .map(|f| (encode_sender(f), true))
             .collect();
-        all.extend(every_receiver_frame().iter().map(|f| (encode_receiver(f), false)));
+        all.extend(
+            every_receiver_frame()
+                .iter()
+                .map(|f| (encode_receiver(f), false)),
+        );
         for (bytes, from_sender) in all {
             for cut in 0..bytes.len() {
                 let closed = if from_sender {
@@ -1085,10 +1102,11 @@ mod tests {
     fn malformed_frames_say_what_is_wrong() {
         let rt = runtime();
         let mut buf = frame_buf();
-        let mut read = |bytes: &[u8]| match rt.block_on(read_sender_frame(&mut &bytes[..], &mut buf)) {
-            Err(ReadError::Malformed(e)) => e,
-            other => panic!("{bytes:02x?}: {other:?}"),
-        };
+        let mut read =
+            |bytes: &[u8]| match rt.block_on(read_sender_frame(&mut &bytes[..], &mut buf)) {
+                Err(ReadError::Malformed(e)) => e,
+                other => panic!("{bytes:02x?}: {other:?}"),
+            };
         assert_eq!(read(&[0x7f, 0, 0]), ProtocolError::UnknownFrame(0x7f));
         // A receiver's frame is not a sender's.
         assert_eq!(read(&[0x20, 0, 0]), ProtocolError::UnknownFrame(0x20));
@@ -1129,14 +1147,23 @@ mod tests {
             frame.extend_from_slice(&body);
             frame
         };
-        assert_eq!(read(&offer(0x04, 0, &[])), ProtocolError::UnknownFlags(0x04));
+        assert_eq!(
+            read(&offer(0x04, 0, &[])),
+            ProtocolError::UnknownFlags(0x04)
+        );
         assert_eq!(read(&offer(0x02, 9, &[])), ProtocolError::SizeOfAStream(9));
         let mut tail = 0o10_000u32.to_be_bytes().to_vec();
         tail.extend_from_slice(&[0; 12]);
-        assert_eq!(read(&offer(0x01, 9, &tail)), ProtocolError::BadMode(0o10_000));
+        assert_eq!(
+            read(&offer(0x01, 9, &tail)),
+            ProtocolError::BadMode(0o10_000)
+        );
         let mut tail = vec![0; 12];
         tail.extend_from_slice(&1_000_000_000u32.to_be_bytes());
-        assert_eq!(read(&offer(0x01, 9, &tail)), ProtocolError::BadTime(1_000_000_000));
+        assert_eq!(
+            read(&offer(0x01, 9, &tail)),
+            ProtocolError::BadTime(1_000_000_000)
+        );
         let mut bad_name = vec![0x10, 0, 2 + 2 + 1 + 8, 0, 2, b'.', b'.'];
         bad_name.extend_from_slice(&[0; 9]);
         assert!(matches!(
@@ -1152,10 +1179,11 @@ mod tests {
                 error: NameError::Control
             }
         ));
-        let mut read = |bytes: &[u8]| match rt.block_on(read_receiver_frame(&mut &bytes[..], &mut buf)) {
-            Err(ReadError::Malformed(e)) => e,
-            other => panic!("{bytes:02x?}: {other:?}"),
-        };
+        let mut read =
+            |bytes: &[u8]| match rt.block_on(read_receiver_frame(&mut &bytes[..], &mut buf)) {
+                Err(ReadError::Malformed(e)) => e,
+                other => panic!("{bytes:02x?}: {other:?}"),
+            };
         assert_eq!(read(&[0x22, 0, 1, 0x09]), ProtocolError::UnknownStatus(9));
         assert_eq!(
             read(&[0x04, 0, 3, 0x99, 0, 0]),
@@ -1189,7 +1217,10 @@ mod tests {
         ));
         assert!(matches!(
             read(b"LTXF\x02\x03\x03"),
-            Err(ReadError::Malformed(ProtocolError::BadLane { index: 3, count: 3 }))
+            Err(ReadError::Malformed(ProtocolError::BadLane {
+                index: 3,
+                count: 3
+            }))
         ));
         assert!(matches!(read(b"LTXF\x02\x00"), Err(ReadError::Closed(_))));
     }
@@ -1218,7 +1249,10 @@ mod tests {
         );
         let after = Metadata::new(0o100_644, 3, 0).unwrap();
         assert_eq!(after.mode(), 0o644);
-        assert_eq!(after.modified(), Some(epoch + std::time::Duration::from_secs(3)));
+        assert_eq!(
+            after.modified(),
+            Some(epoch + std::time::Duration::from_secs(3))
+        );
         assert!(Metadata::new(0, 0, 1_000_000_000).is_none());
     }
 

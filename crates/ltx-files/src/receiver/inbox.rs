@@ -108,7 +108,10 @@ impl Inbox {
     /// The bytes of one file go to `writer` as they arrive (nothing is
     /// stored, nothing resumes); the file is reported good only once all
     /// of it hashed right. Any other file is refused.
-    pub fn writer(writer: impl AsyncWrite + Send + Unpin + 'static, options: ReceiveOptions) -> Self {
+    pub fn writer(
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+        options: ReceiveOptions,
+    ) -> Self {
         Self {
             destination: Destination::Writer(tokio::sync::Mutex::new(Some(Box::new(writer)))),
             options,

@@ -21,8 +21,8 @@ use crate::error::{Stage, TransferError};
 use crate::name::TransferName;
 use crate::progress::{Event, EventKind, FileOutcome, Phase, Progress};
 use crate::wire::{
-    self, FrameBuf, Hash, Metadata, Outcome, ProtocolError, ReadError, ReceiverFrame,
-    SenderFrame, Text, MAX_DATA_LEN,
+    self, FrameBuf, Hash, Metadata, Outcome, ProtocolError, ReadError, ReceiverFrame, SenderFrame,
+    Text, MAX_DATA_LEN,
 };
 use crate::CHUNK_LEN;
 
@@ -59,7 +59,7 @@ pub(crate) enum State {
     Comparing {
         reference: Reference,
         have: u64,
-        prefix: blake3::Hasher,
+        prefix: Box<blake3::Hasher>,
     },
     /// The file has its final answer; its frames are read and dropped.
     Answered,
@@ -168,13 +168,12 @@ where
             };
             let step = match next {
                 Next::TakenOver => Err(self.taken_over().await),
-                Next::Frame(Err(ReadError::Closed(source))) => {
-                    Err(self.broken(TransferError::PeerClosed {
+                Next::Frame(Err(ReadError::Closed(source))) => Err(self
+                    .broken(TransferError::PeerClosed {
                         stage: Stage::Data,
                         source,
                     })
-                    .await)
-                }
+                    .await),
                 Next::Frame(Err(ReadError::Malformed(error))) => {
                     Err(self.violation(writer, error).await)
                 }
@@ -199,7 +198,10 @@ where
     ) -> Result<bool, TransferError> {
         if matches!(self.state, State::Answered) {
             // Dropped, to the file's end.
-            return Ok(matches!(frame, SenderFrame::End(_) | SenderFrame::Cancel(_)));
+            return Ok(matches!(
+                frame,
+                SenderFrame::End(_) | SenderFrame::Cancel(_)
+            ));
         }
         match frame {
             SenderFrame::Data(bytes) => {
@@ -268,8 +270,13 @@ where
                      --max-file-size)"
                 );
                 self.discard_part().await;
-                self.fail(writer, TransferError::RemoteIo { message: Text::new(message) })
-                    .await;
+                self.fail(
+                    writer,
+                    TransferError::RemoteIo {
+                        message: Text::new(message),
+                    },
+                )
+                .await;
                 return Ok(());
             }
         }
@@ -282,7 +289,9 @@ where
                     rest = &[];
                 }
                 State::Comparing { have, .. } if self.pos < *have => {
-                    let n = rest.len().min(usize::try_from(*have - self.pos).unwrap_or(usize::MAX));
+                    let n = rest
+                        .len()
+                        .min(usize::try_from(*have - self.pos).unwrap_or(usize::MAX));
                     match self.compare(&rest[..n]).await {
                         Ok(None) => {
                             self.hasher.update(&rest[..n]);
@@ -365,7 +374,10 @@ where
 
     /// The data reached the end of what the receiver has: the rest is new,
     /// written after it.
-    async fn past_have<W: AsyncWrite + Unpin>(&mut self, writer: &mut W) -> Result<(), TransferError> {
+    async fn past_have<W: AsyncWrite + Unpin>(
+        &mut self,
+        writer: &mut W,
+    ) -> Result<(), TransferError> {
         match std::mem::replace(&mut self.state, State::Answered) {
             State::Comparing {
                 reference: Reference::Part(mut part),
@@ -384,7 +396,7 @@ where
                 self.state = State::Comparing {
                     reference,
                     have: self.pos,
-                    prefix: self.hasher.clone(),
+                    prefix: Box::new(self.hasher.clone()),
                 };
                 let size = self.size.unwrap_or(self.pos);
                 return Err(self
@@ -407,7 +419,8 @@ where
     /// written; a file of the same name is refused unless it may be
     /// replaced.
     async fn diverge<W: AsyncWrite + Unpin>(&mut self, writer: &mut W) {
-        let State::Comparing { reference, .. } = std::mem::replace(&mut self.state, State::Answered)
+        let State::Comparing { reference, .. } =
+            std::mem::replace(&mut self.state, State::Answered)
         else {
             return;
         };
@@ -450,7 +463,10 @@ where
             OpenError::Busy => TransferError::local(
                 "open",
                 &part_path,
-                io::Error::new(io::ErrorKind::WouldBlock, "another receiver process holds it"),
+                io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "another receiver process holds it",
+                ),
             ),
             OpenError::Io(e) => TransferError::local("open", &part_path, e),
         })?;
@@ -478,8 +494,13 @@ where
 
     /// The sender skips to `to`: the first `to` bytes are the ones the
     /// receiver has.
-    async fn seek<W: AsyncWrite + Unpin>(&mut self, writer: &mut W, to: u64) -> Result<(), TransferError> {
-        let fits = matches!(self.state, State::Comparing { have, .. } if to == have && self.pos <= have);
+    async fn seek<W: AsyncWrite + Unpin>(
+        &mut self,
+        writer: &mut W,
+        to: u64,
+    ) -> Result<(), TransferError> {
+        let fits =
+            matches!(self.state, State::Comparing { have, .. } if to == have && self.pos <= have);
         if !fits {
             let have = match &self.state {
                 State::Comparing { have, .. } => *have,
@@ -496,7 +517,7 @@ where
             reference, prefix, ..
         } = &mut self.state
         {
-            self.hasher = prefix.clone();
+            self.hasher = (**prefix).clone();
             self.pos = to;
             self.resumed_from = to;
             if let Reference::Final { file, .. } = reference {
@@ -522,7 +543,11 @@ where
     }
 
     /// The end of the file and its hash: verify, then store.
-    async fn end<W: AsyncWrite + Unpin>(&mut self, writer: &mut W, expected: Hash) -> Result<(), TransferError> {
+    async fn end<W: AsyncWrite + Unpin>(
+        &mut self,
+        writer: &mut W,
+        expected: Hash,
+    ) -> Result<(), TransferError> {
         if let Some(size) = self.size {
             if self.pos != size {
                 let error = ProtocolError::WrongLength {
@@ -547,7 +572,8 @@ where
         }
         if let State::Writing(Sink::Writer(out)) = &mut self.state {
             if let Err(e) = out.flush().await {
-                self.fail(writer, TransferError::local("write", "-", e)).await;
+                self.fail(writer, TransferError::local("write", "-", e))
+                    .await;
                 return Ok(());
             }
         }
@@ -556,8 +582,11 @@ where
             // A file that is wrong whole would only be resumed into another
             // mismatch.
             self.discard_part().await;
-            Self::answer(writer, ReceiverFrame::Outcome(Outcome::HashMismatch { actual }))
-                .await;
+            Self::answer(
+                writer,
+                ReceiverFrame::Outcome(Outcome::HashMismatch { actual }),
+            )
+            .await;
             self.answered = Some(FileOutcome::Failed(TransferError::HashMismatch {
                 expected,
                 actual,
@@ -624,8 +653,7 @@ where
             _ => 0,
         };
         self.state = State::Answered;
-        Self::answer(writer, ReceiverFrame::Outcome(Outcome::Canceled { kept }))
-            .await;
+        Self::answer(writer, ReceiverFrame::Outcome(Outcome::Canceled { kept })).await;
         self.answered = Some(FileOutcome::Stopped {
             kept,
             why: why.to_string(),
@@ -662,10 +690,15 @@ where
     }
 
     /// The sender broke the protocol: the file fails, and the lane ends.
-    async fn violation<W: AsyncWrite + Unpin>(&mut self, writer: &mut W, error: ProtocolError) -> TransferError {
+    async fn violation<W: AsyncWrite + Unpin>(
+        &mut self,
+        writer: &mut W,
+        error: ProtocolError,
+    ) -> TransferError {
         self.keep_part().await;
         if self.answered.is_none() {
-            self.fail(writer, TransferError::Protocol(error.clone())).await;
+            self.fail(writer, TransferError::Protocol(error.clone()))
+                .await;
         }
         self.state = State::Answered;
         TransferError::Protocol(error)

@@ -43,7 +43,7 @@ pub(crate) enum Prepared<'a> {
         claim: Claim<'a>,
         reference: Reference,
         len: u64,
-        prefix: blake3::Hasher,
+        prefix: Box<blake3::Hasher>,
     },
     /// Every byte, to the inbox's writer (ACCEPT).
     ToWriter(Box<dyn AsyncWrite + Send + Unpin>),
@@ -103,10 +103,7 @@ async fn prepare_in<'a>(
     let final_path = name.under(dir);
     let directories = check_directories(dir, name).await?;
     let part_path = part_path(&final_path, name.file_name());
-    let claim = inbox
-        .claims
-        .claim(&part_path, name, peer, options)
-        .await?;
+    let claim = inbox.claims.claim(&part_path, name, peer, options).await?;
 
     let mut same_size_file = false;
     let mut held = 0;
@@ -129,7 +126,7 @@ async fn prepare_in<'a>(
     check_space(&directories.deepest_existing, name, need, kept, options)?;
     create_directories(&directories.missing, name).await?;
 
-    let mut prefix = blake3::Hasher::new();
+    let mut prefix = Box::new(blake3::Hasher::new());
     match choice {
         Choice::Final => {
             let mut file = open_existing(&final_path)
@@ -183,11 +180,7 @@ async fn prepare_in<'a>(
 }
 
 /// Opens the partial file.
-async fn open(
-    name: &TransferName,
-    path: PathBuf,
-    final_path: PathBuf,
-) -> Result<Part, Refusal> {
+async fn open(name: &TransferName, path: PathBuf, final_path: PathBuf) -> Result<Part, Refusal> {
     let file = open_part(path.clone()).await.map_err(|e| match e {
         OpenError::Busy => Refusal {
             reason: RefuseReason::Busy,
@@ -303,8 +296,8 @@ pub(crate) fn exists(name: &TransferName) -> Refusal {
     Refusal {
         reason: RefuseReason::Exists,
         message: format!(
-            "{name} already exists on the receiver and differs (to replace it, run the \
-             receiver with --force)"
+            "{name} exists on the receiver and differs; the receiver can overwrite it with \
+             `ltx recv --force`"
         ),
     }
 }

@@ -8,7 +8,9 @@ use tokio::sync::mpsc;
 use crate::error::{Stage, TransferError};
 use crate::name::TransferName;
 use crate::progress::{Event, EventKind};
-use crate::wire::{self, Hash, Outcome, ProtocolError, ReadError, ReceiverFrame, RefuseReason, Text};
+use crate::wire::{
+    self, Hash, Outcome, ProtocolError, ReadError, ReceiverFrame, RefuseReason, Text,
+};
 
 /// What the writing half has put on the lane, in order: what the receiver
 /// will answer.
@@ -97,7 +99,9 @@ where
         };
         let frame = match wire::read_receiver_frame(reader, &mut buf).await {
             Ok(frame) => frame,
-            Err(ReadError::Closed(source)) => return Err(TransferError::PeerClosed { stage, source }),
+            Err(ReadError::Closed(source)) => {
+                return Err(TransferError::PeerClosed { stage, source })
+            }
             Err(ReadError::Malformed(error)) => return Err(error.into()),
         };
         if current.is_none() {
@@ -128,7 +132,10 @@ where
                 });
                 None
             }
-            (Expect::Offer { .. } | Expect::Link { .. }, ReceiverFrame::Refuse { reason, message }) => {
+            (
+                Expect::Offer { .. } | Expect::Link { .. },
+                ReceiverFrame::Refuse { reason, message },
+            ) => {
                 if reason == RefuseReason::Version {
                     // A receiver of another version refuses the lane.
                     return Err(super::refusal(reason, message));
@@ -138,7 +145,9 @@ where
             (Expect::Offer { .. }, ReceiverFrame::Outcome(outcome)) if *answered => {
                 Some(Answer::Outcome(outcome))
             }
-            (Expect::Link { .. }, ReceiverFrame::Outcome(outcome)) => Some(Answer::Outcome(outcome)),
+            (Expect::Link { .. }, ReceiverFrame::Outcome(outcome)) => {
+                Some(Answer::Outcome(outcome))
+            }
             (Expect::Bye, ReceiverFrame::Bye) => return Ok(()),
             (expected, frame) => {
                 let wanted = match expected {
@@ -150,7 +159,9 @@ where
             }
         };
         let file = match &*expected {
-            Expect::Offer { index, name, .. } | Expect::Link { index, name } => Some((*index, name)),
+            Expect::Offer { index, name, .. } | Expect::Link { index, name } => {
+                Some((*index, name))
+            }
             Expect::Bye => None,
         };
         if let (Some(answer), Some((index, name))) = (last, file) {

@@ -222,7 +222,8 @@ where
             size: None,
             metadata: None,
         };
-        self.offer_and_send(index, offer, Input::Stream(reader)).await
+        self.offer_and_send(index, offer, Input::Stream(reader))
+            .await
     }
 
     /// Sends a link: one frame, one answer.
@@ -266,7 +267,10 @@ where
         SenderFrame::Offer(offer).emit(&mut out);
         self.write(&out, Stage::Offer).await?;
         let mut hasher = blake3::Hasher::new();
-        match self.send_data(index, &name, &mut input, &mut hasher).await? {
+        match self
+            .send_data(index, &name, &mut input, &mut hasher)
+            .await?
+        {
             Ended::Cancelled => {}
             Ended::Complete => {
                 let hash = hasher.finalize();
@@ -306,7 +310,10 @@ where
         let mut pos = 0u64;
         self.progress(name, pos, size);
         'chunks: loop {
-            if let Some(ended) = self.listen(index, name, input, hasher, &mut redirect, &mut pos).await? {
+            if let Some(ended) = self
+                .listen(index, name, input, hasher, &mut redirect, &mut pos)
+                .await?
+            {
                 return Ok(ended);
             }
             let want = match size {
@@ -335,7 +342,10 @@ where
             for (i, piece) in buf[..n].chunks(MAX_DATA_LEN).enumerate() {
                 if i > 0 {
                     let at = pos;
-                    if let Some(ended) = self.listen(index, name, input, hasher, &mut redirect, &mut pos).await? {
+                    if let Some(ended) = self
+                        .listen(index, name, input, hasher, &mut redirect, &mut pos)
+                        .await?
+                    {
                         return Ok(ended);
                     }
                     if pos != at {
@@ -407,7 +417,11 @@ where
             self.update(|record| record.stopped = true);
             return self.cancel("interrupted").await.map(Some);
         }
-        if !redirect.check.as_ref().is_some_and(|c| c.task.is_finished()) {
+        if !redirect
+            .check
+            .as_ref()
+            .is_some_and(|c| c.task.is_finished())
+        {
             return Ok(None);
         }
         let Some(mut done) = redirect.check.take() else {
@@ -619,7 +633,6 @@ fn metadata_of(meta: &std::fs::Metadata) -> Metadata {
         Err(_) => (0, 0),
     };
     // Both parts are in range by construction.
-    Metadata::new(mode, seconds, nanos).unwrap_or_else(|| {
-        Metadata::new(mode, 0, 0).expect("zero nanoseconds are in range")
-    })
+    Metadata::new(mode, seconds, nanos)
+        .unwrap_or_else(|| Metadata::new(mode, 0, 0).expect("zero nanoseconds are in range"))
 }
