@@ -1,15 +1,14 @@
 //! `ltx demo`: a transfer over an emulated GEO satellite path with
 //! interference, in one process, with no root and no configuration.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use ltx::ConnectionStats;
-use ltx_cli::live::{describe, human_bytes, round};
-use ltx_cli::realtime::{self, Progress, RealtimeResult, Silent};
+use ltx_cli::live::{describe, human_bytes, round, Display, FileLine, Side};
+use ltx_cli::realtime::{self, Progress, RealtimeResult};
 use ltx_presets::Profile;
 use ltx_sim::scenario::Scenario;
 use ltx_sim::units::{parse_duration, parse_fraction, parse_rate, parse_size};
@@ -40,9 +39,70 @@ pub(crate) struct DemoArgs {
     /// dfec, ctcp, fectcp, newreno, cubic or bbr.
     #[arg(long, default_value = "ltx")]
     profile: Profile,
+    /// After the real transfer, the same path in the simulator with these
+    /// presets beside ltx, for comparison (comma-separated; `none` for no
+    /// comparison). Virtual time: a few seconds of CPU at most.
+    #[arg(long, value_delimiter = ',', default_value = "cubic,bbr", value_parser = parse_compare)]
+    compare: Vec<Option<Profile>>,
     /// Print one JSON object instead of the progress bar and summary.
     #[arg(long)]
     json: bool,
+}
+
+/// A preset of `--compare`, or `none`.
+fn parse_compare(input: &str) -> Result<Option<Profile>, String> {
+    if input.trim().eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    input
+        .parse()
+        .map(Some)
+        .map_err(|e: ltx_presets::UnknownProfile| e.to_string())
+}
+
+/// One preset's transfer over the demo's path in the simulator.
+struct Simulated {
+    profile: Profile,
+    /// Seconds to the last byte, if it finished before the run's deadline.
+    completion_s: Option<f64>,
+    /// Seconds simulated, and the share of the payload delivered by then.
+    simulated_s: f64,
+    delivered: f64,
+}
+
+impl DemoArgs {
+    /// The presets to compare with: ltx itself first (the same path in
+    /// virtual time, to set the others against), then `--compare`'s.
+    fn compared(&self) -> Vec<Profile> {
+        let others: Vec<Profile> = self.compare.iter().flatten().copied().collect();
+        if others.is_empty() {
+            return Vec::new();
+        }
+        let mut all = vec![self.profile];
+        all.extend(others.into_iter().filter(|p| *p != self.profile));
+        all
+    }
+}
+
+/// Runs `scenario` in the simulator under each of `profiles`.
+fn simulate(scenario: &Scenario, profiles: &[Profile]) -> Vec<Simulated> {
+    profiles
+        .iter()
+        .filter_map(|&profile| {
+            let run = Scenario {
+                transport: profile.transport_config(),
+                ..scenario.clone()
+            };
+            let result = run.run().ok()?;
+            let flow = result.flows.first()?;
+            Some(Simulated {
+                profile,
+                completion_s: result.completion_s.filter(|_| result.verified),
+                simulated_s: result.simulated_s,
+                delivered: flow.delivered as f64 / scenario.size.max(1) as f64,
+            })
+        })
+        .collect()
 }
 
 impl DemoArgs {
@@ -76,23 +136,27 @@ impl DemoArgs {
     }
 }
 
-/// A progress bar with the sender's live estimates.
-struct Bar(ProgressBar);
+/// The payload's line, with the sender's live estimates.
+struct Bar {
+    line: Mutex<Option<FileLine>>,
+    total: u64,
+}
 
 impl Progress for Bar {
     fn update(&self, received: u64, sender: &ConnectionStats) {
-        self.0.set_position(received);
-        self.0.set_message(describe(sender));
+        let mut line = self.line.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(line) = line.as_mut() {
+            line.set_detail(describe(sender, Side::Sending));
+            line.progress(Instant::now(), received, self.total);
+        }
     }
 }
 
 /// Runs `ltx demo`.
 pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
     let scenario = args.scenario()?;
-    let mut bar = None;
-    let progress: Arc<dyn Progress> = if args.json {
-        Arc::new(Silent)
-    } else {
+    let display = Display::new(args.json);
+    if !args.json {
         println!(
             "ltx demo: {} over an emulated path of {} Mbit/s, {} ms round trip, {:.1} % loss in bursts of {} \
              (a GEO satellite link with interference, by default), on loopback",
@@ -102,23 +166,26 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
             scenario.loss * 100.0,
             scenario.burst
         );
-        let bar_widget = ProgressBar::new(scenario.size).with_style(
-            ProgressStyle::with_template(
-                "{bar:32} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta} · {msg}",
-            )
-            .expect("a valid template"),
-        );
-        Arc::new(Bar(bar.insert(bar_widget).clone()))
-    };
-    let result = realtime::run(&scenario, progress);
-    if let Some(bar) = bar {
-        bar.finish();
     }
+    let bar = Arc::new(Bar {
+        line: Mutex::new(Some(display.file(Some("payload"), scenario.size))),
+        total: scenario.size,
+    });
+    let result = realtime::run(&scenario, bar.clone());
+    let line = bar.line.lock().unwrap_or_else(|e| e.into_inner()).take();
     let result = result?;
+    if let Some(line) = line {
+        let took = Duration::from_secs_f64(result.completion_s);
+        line.finish(Instant::now(), Some((result.bytes, took)));
+    }
+    let compared = simulate(&scenario, &args.compared());
     if args.json {
-        println!("{}", result_json(&scenario, &result));
+        let mut value = result_json(&scenario, &result);
+        value["compare"] = compared_json(&compared, result.ideal_s);
+        println!("{value}");
     } else {
         print_summary(&scenario, &result);
+        print_comparison(&compared, result.ideal_s);
     }
     if !result.verified {
         bail!("the received bytes differ from the sent ones");
@@ -175,4 +242,43 @@ fn print_summary(scenario: &Scenario, result: &RealtimeResult) {
         result.sender.source_symbols_sent,
         result.overhead()
     );
+}
+
+fn compared_json(compared: &[Simulated], ideal_s: f64) -> serde_json::Value {
+    compared
+        .iter()
+        .map(|run| {
+            json!({
+                "profile": run.profile.name(),
+                "completion_s": run.completion_s.map(|t| round(t, 4)),
+                "ratio": run.completion_s.map(|t| round(t / ideal_s, 4)),
+                "delivered": round(run.delivered, 4),
+                "simulated_s": round(run.simulated_s, 3),
+            })
+        })
+        .collect()
+}
+
+/// The same path in the simulator, ltx beside the presets of `--compare`:
+/// why ltx exists, in a few lines.
+fn print_comparison(compared: &[Simulated], ideal_s: f64) {
+    if compared.is_empty() {
+        return;
+    }
+    println!("the same path in the simulator (virtual time):");
+    for run in compared {
+        match run.completion_s {
+            Some(t) => println!(
+                "  {:<8} {t:>7.2} s  (T/T* {:.2})",
+                run.profile.name(),
+                t / ideal_s
+            ),
+            None => println!(
+                "  {:<8} did not finish: {:.0} % delivered after {:.0} s",
+                run.profile.name(),
+                run.delivered * 100.0,
+                run.simulated_s
+            ),
+        }
+    }
 }

@@ -246,7 +246,11 @@ pub(crate) fn run(args: &EmuArgs) -> anyhow::Result<()> {
             ("client → server", &stats.forward),
             ("server → client", &stats.reverse),
         ] {
-            eprintln!("  {name}: {}", summary(direction));
+            let mut lines = summary(direction).into_iter();
+            eprintln!("  {name}: {}", lines.next().unwrap_or_default());
+            for line in lines {
+                eprintln!("    {line}");
+            }
         }
     }
     if let Some(status) = outcome.server_exited {
@@ -277,6 +281,8 @@ fn direction_json(direction: &DirectionStats) -> Value {
         "offered": link.offered,
         "delivered": link.delivered,
         "delivered_bytes": link.delivered_bytes,
+        "dropped": link.dropped(),
+        "in_flight": link.in_flight,
         "dropped_random": link.dropped_random,
         "dropped_queue": link.dropped_queue,
         "dropped_aqm": link.dropped_aqm,
@@ -294,31 +300,47 @@ fn direction_json(direction: &DirectionStats) -> Value {
     })
 }
 
-fn summary(direction: &DirectionStats) -> String {
+/// The direction's counters as lines that add up: every packet the link
+/// took is delivered, dropped for a named cause, or was still on the link
+/// when the emulator stopped.
+fn summary(direction: &DirectionStats) -> Vec<String> {
     let link = &direction.link;
     let forwarder = &direction.forwarder;
+    let copies = match link.duplicated {
+        0 => String::new(),
+        n => format!(" + {n} duplicates"),
+    };
     let tun_dropped = direction
         .ingress
         .map_or_else(|| "?".to_owned(), |c| c.tx_dropped.to_string());
-    format!(
-        "{} offered, {} delivered ({} B); dropped {} random, {} queue, {} AQM, {} outage, \
-         {} at the TUN queue; {} CE, {} duplicated, {} corrupted; queue delay p95 {:.2} ms; \
-         lateness p50 {:.0} µs, p99 {:.0} µs",
-        link.offered,
-        link.delivered,
-        link.delivered_bytes,
-        link.dropped_random,
-        link.dropped_queue,
-        link.dropped_aqm,
-        link.dropped_outage,
-        tun_dropped,
-        link.marked,
-        link.duplicated,
-        link.corrupted,
-        link.queue_delay.quantile(0.95).as_secs_f64() * 1e3,
-        micros(forwarder.lateness.quantile(0.5)),
-        micros(forwarder.lateness.quantile(0.99)),
-    )
+    vec![
+        format!(
+            "{} offered{copies} = {} delivered + {} dropped + {} still on the link at the end",
+            link.offered,
+            link.delivered,
+            link.dropped(),
+            link.in_flight,
+        ),
+        format!(
+            "dropped: {} by the loss model, {} by the full queue, {} by the AQM, {} in outages",
+            link.dropped_random, link.dropped_queue, link.dropped_aqm, link.dropped_outage,
+        ),
+        format!(
+            "outside the link: {tun_dropped} dropped by the sending TUN queue before it, {} \
+             refused by the receiving TUN device after it",
+            forwarder.write_errors,
+        ),
+        format!(
+            "{} B delivered; {} marked CE, {} corrupted; queue delay p95 {:.2} ms; forwarding \
+             lateness p50 {:.0} µs, p99 {:.0} µs",
+            link.delivered_bytes,
+            link.marked,
+            link.corrupted,
+            link.queue_delay.quantile(0.95).as_secs_f64() * 1e3,
+            micros(forwarder.lateness.quantile(0.5)),
+            micros(forwarder.lateness.quantile(0.99)),
+        ),
+    ]
 }
 
 #[cfg(test)]

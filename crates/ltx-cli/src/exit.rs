@@ -38,7 +38,7 @@ impl Failure {
     /// The failure a connection's end stands for.
     pub fn of_close(reason: &CloseReason) -> Failure {
         match reason {
-            CloseReason::HandshakeTimeout => Failure::Unreachable,
+            CloseReason::HandshakeTimeout | CloseReason::Unreachable(_) => Failure::Unreachable,
             CloseReason::IdleTimeout => Failure::TimedOut,
             CloseReason::ByPeer { .. }
             | CloseReason::ProtocolViolation(_)

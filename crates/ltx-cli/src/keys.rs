@@ -8,9 +8,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, Context};
 use clap::Args;
 use ltx::{AllowList, PresharedKey, PublicKey, SecurityConfig, StaticKeypair};
+use ltx_cli::exit::{Failed, Failure};
 
 /// The arguments of `ltx keygen`.
 #[derive(Debug, Args)]
@@ -63,32 +64,54 @@ fn write_private_key(path: &Path, keypair: &StaticKeypair) -> anyhow::Result<()>
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// Reads a private key file written by `ltx keygen`.
+/// Reads a private key file written by `ltx keygen`: a file that cannot be
+/// read is a local file error (exit 6), one that holds no key a usage error.
 pub(crate) fn read_keypair(path: &Path) -> anyhow::Result<StaticKeypair> {
     let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the key file {}", path.display()))?;
+        .with_context(|| format!("reading the key file {}", path.display()))
+        .context(Failed(Failure::LocalFile))?;
     let line = text.lines().next().unwrap_or_default();
     line.parse()
         .with_context(|| format!("{} is not a private key from ltx keygen", path.display()))
+        .context(Failed(Failure::Usage))
 }
 
-/// The key options of `ltx send` and `ltx recv`.
+/// The key options of `ltx send`: this sender's key and the receiver's.
 #[derive(Debug, Args)]
-pub(crate) struct KeyArgs {
-    /// This end's private key file, from `ltx keygen`.
+pub(crate) struct SendKeys {
+    /// This sender's private key file, from `ltx keygen` (a fresh key for
+    /// this run if left out; a receiver that lists its senders with
+    /// `--allow` or `--peer` needs a stored one).
     #[arg(long, value_name = "FILE")]
     key: Option<PathBuf>,
-    /// The peer's public key (64 hex digits): for `send`, the receiver's
-    /// (required); for `recv`, a sender it accepts (repeatable; with
-    /// neither --peer nor --allow, any sender that knows its key).
+    /// The receiver's public key (64 hex digits), which `ltx recv` prints
+    /// when it starts.
+    #[arg(long, value_name = "PUBLIC_KEY")]
+    peer: Option<PublicKey>,
+    /// A file holding a pre-shared key (64 hex digits) that the receiver
+    /// must have too, mixed into the handshake.
+    #[arg(long, value_name = "FILE")]
+    psk: Option<PathBuf>,
+}
+
+/// The key options of `ltx recv`: this receiver's key and the senders it
+/// accepts.
+#[derive(Debug, Args)]
+pub(crate) struct RecvKeys {
+    /// This receiver's private key file, from `ltx keygen` (required).
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
+    /// A sender's public key that this receiver accepts (repeatable; with
+    /// neither --peer nor --allow, any sender that knows this receiver's
+    /// public key).
     #[arg(long, value_name = "PUBLIC_KEY")]
     peer: Vec<PublicKey>,
-    /// For `recv`: a file of the senders' public keys it accepts, one per
+    /// A file of the senders' public keys this receiver accepts, one per
     /// line (`#` starts a comment).
     #[arg(long, value_name = "FILE")]
     allow: Option<PathBuf>,
-    /// A file holding a pre-shared key (64 hex digits) that both ends must
-    /// have, mixed into the handshake.
+    /// A file holding a pre-shared key (64 hex digits) that every sender
+    /// must have too, mixed into the handshake.
     #[arg(long, value_name = "FILE")]
     psk: Option<PathBuf>,
 }
@@ -112,39 +135,44 @@ and add its public key to the receiver's allow file:
     ltx send FILE HOST:PORT --peer PUBLIC_KEY --key send.key";
 
 /// What to tell a sender whose receiver did not answer.
-pub(crate) const NO_ANSWER_HINT: &str = "is `ltx recv` running there, is --peer the public \
-key it printed, and, if it was started with --allow or --peer, does it list this sender's \
-public key (`ltx keygen --show` on this sender's --key file)?";
+pub(crate) const NO_ANSWER_HINT: &str = "either UDP to it is blocked, or the receiver refused \
+this sender: check --peer (the receiver's public key), --psk, and that the receiver allows \
+this sender's key (`ltx keygen --show` on the --key file prints it)";
 
-impl KeyArgs {
-    fn psk(&self) -> anyhow::Result<Option<PresharedKey>> {
-        let Some(path) = &self.psk else {
-            return Ok(None);
-        };
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the pre-shared key file {}", path.display()))?;
-        let key = text
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .parse()
-            .with_context(|| format!("{} does not hold 64 hex digits", path.display()))?;
-        Ok(Some(key))
-    }
+/// The pre-shared key in `path`, if one is given.
+fn read_psk(path: Option<&Path>) -> anyhow::Result<Option<PresharedKey>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the pre-shared key file {}", path.display()))
+        .context(Failed(Failure::LocalFile))?;
+    let key = text
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .parse()
+        .with_context(|| format!("{} does not hold 64 hex digits", path.display()))
+        .context(Failed(Failure::Usage))?;
+    Ok(Some(key))
+}
 
+impl RecvKeys {
     /// The receiver's security: its key (required) and whom it accepts.
     pub(crate) fn receiver(&self) -> anyhow::Result<SecurityConfig> {
         let Some(path) = &self.key else {
-            bail!(RECV_NEEDS_A_KEY);
+            return Err(anyhow!(RECV_NEEDS_A_KEY).context(Failed(Failure::Usage)));
         };
         let mut security = SecurityConfig::new(read_keypair(path)?);
-        security.psk = self.psk()?;
+        security.psk = read_psk(self.psk.as_deref())?;
         if self.allow.is_some() || !self.peer.is_empty() {
             let mut allowed = match &self.allow {
                 Some(path) => std::fs::read_to_string(path)
-                    .with_context(|| format!("reading the allow file {}", path.display()))?
+                    .with_context(|| format!("reading the allow file {}", path.display()))
+                    .context(Failed(Failure::LocalFile))?
                     .parse::<AllowList>()
-                    .with_context(|| format!("in the allow file {}", path.display()))?,
+                    .with_context(|| format!("in the allow file {}", path.display()))
+                    .context(Failed(Failure::Usage))?,
                 None => AllowList::default(),
             };
             for key in &self.peer {
@@ -154,24 +182,21 @@ impl KeyArgs {
         }
         Ok(security)
     }
+}
 
+impl SendKeys {
     /// The sender's security (its key, fresh if none is given) and the
     /// receiver's public key (required).
     pub(crate) fn sender(&self) -> anyhow::Result<(SecurityConfig, PublicKey)> {
-        let peer = match self.peer.as_slice() {
-            [] => bail!(SEND_NEEDS_THE_PEER),
-            [one] => *one,
-            _ => bail!("ltx send connects to one receiver: give --peer once"),
+        let Some(peer) = self.peer else {
+            return Err(anyhow!(SEND_NEEDS_THE_PEER).context(Failed(Failure::Usage)));
         };
-        if self.allow.is_some() {
-            bail!("--allow is for ltx recv: a sender names its one receiver with --peer");
-        }
         let keypair = match &self.key {
             Some(path) => read_keypair(path)?,
             None => ltx::generate_keypair(),
         };
         let mut security = SecurityConfig::new(keypair);
-        security.psk = self.psk()?;
+        security.psk = read_psk(self.psk.as_deref())?;
         Ok((security, peer))
     }
 }

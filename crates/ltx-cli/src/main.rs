@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use ltx_cli::{end_quietly_on_closed_stdout, exit};
 
+mod addr;
+mod cp;
 mod demo;
 mod emu;
 mod keys;
@@ -23,6 +25,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Copy files to or from a host reached over ssh, which starts ltx
+    /// there with one-time keys; the data goes over UDP (port 7000).
+    Cp(cp::CpArgs),
     /// Transfer a generated payload over an emulated lossy long-delay path
     /// on loopback (no root, no configuration) and show how it went.
     Demo(demo::DemoArgs),
@@ -43,6 +48,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Cp(args) => cp::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Emu(args) => emu::run(&args),
         Command::Keygen(args) => keys::run_keygen(&args),

@@ -1,6 +1,7 @@
 //! `ltx recv --listen ADDR --dir DIR`: takes files from senders, one
 //! stream each, and stores each only once it is whole and verified.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,13 +20,14 @@ use ltx_sim::units::{parse_duration, parse_size};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::keys::KeyArgs;
+use crate::keys::RecvKeys;
 
 /// The arguments of `ltx recv`.
 #[derive(Debug, Args)]
 pub(crate) struct RecvArgs {
-    /// The UDP address to listen on.
-    #[arg(long, default_value = "0.0.0.0:7000")]
+    /// The UDP address to listen on, ADDRESS:PORT or a port alone (every
+    /// IPv4 address); the senders need this UDP port open.
+    #[arg(long, default_value = "0.0.0.0:7000", value_parser = crate::addr::parse_listen)]
     listen: SocketAddr,
     /// Where received files go (created if missing).
     #[arg(long, default_value = ".")]
@@ -49,7 +51,7 @@ pub(crate) struct RecvArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    keys: KeyArgs,
+    keys: RecvKeys,
 }
 
 /// Runs `ltx recv`.
@@ -89,6 +91,7 @@ async fn serve(args: &RecvArgs, security: ltx::SecurityConfig) -> anyhow::Result
         args.dir.display(),
         endpoint.local_addr()
     );
+    tokio::spawn(log_refusals(endpoint.clone(), bars.clone()));
     let options = Arc::new(ReceiveOptions::new(args.force, args.max_file_size));
     let mut connections = JoinSet::new();
     loop {
@@ -224,3 +227,40 @@ async fn receive_connection(
             .with_context(|| format!("the connection from {peer} ended")),
     }
 }
+
+/// Prints each handshake this receiver refuses, with the reason and what
+/// to change, above the progress bars: a sender that gets no answer
+/// cannot tell why, but the receiver's operator can. A client sends its
+/// first flight in several copies, and again on every time-out: one line
+/// per client and reason every [`REFUSAL_QUIET`].
+async fn log_refusals(endpoint: Endpoint, bars: MultiProgress) {
+    let mut last_logged: HashMap<(SocketAddr, String), Instant> = HashMap::new();
+    while let Some(refusal) = endpoint.refused_handshake().await {
+        let why = match refusal.reason {
+            ltx::HandshakeError::NotAllowed(key) => {
+                format!("its key {key} is not allowed (add it with --peer or to the --allow file)")
+            }
+            ltx::HandshakeError::Unauthentic => "its handshake did not authenticate: the \
+                sender has another public key for this receiver, or another --psk"
+                .to_owned(),
+            other => other.to_string(),
+        };
+        let now = Instant::now();
+        last_logged.retain(|_, at| now.duration_since(*at) < REFUSAL_QUIET);
+        if last_logged
+            .insert((refusal.from, why.clone()), now)
+            .is_some()
+        {
+            continue;
+        }
+        let line = format!("refused a handshake from {}: {why}", refusal.from);
+        if bars.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            let _ = bars.println(line);
+        }
+    }
+}
+
+/// How long a refusal of one client for one reason is not logged again.
+const REFUSAL_QUIET: Duration = Duration::from_secs(10);

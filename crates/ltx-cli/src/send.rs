@@ -20,7 +20,7 @@ use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use crate::keys::{KeyArgs, NO_ANSWER_HINT};
+use crate::keys::{SendKeys, NO_ANSWER_HINT};
 
 /// Files sent at once; more wait their turn (each file's exchange costs a
 /// round trip or two before its data flows, which concurrency hides).
@@ -52,7 +52,7 @@ pub(crate) struct SendArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    keys: KeyArgs,
+    keys: SendKeys,
     #[command(flatten)]
     repair: RepairArgs,
 }
@@ -141,13 +141,20 @@ async fn connect(
             e,
             ltx::ConnectError::Closed(ltx::CloseReason::HandshakeTimeout)
         );
-        let e = anyhow::Error::new(e);
-        let e = if unanswered {
-            e.context(NO_ANSWER_HINT)
-        } else {
-            e
-        };
-        e.context(format!("connecting to {server} (waited {waited:.1} s)"))
+        let closed_port = matches!(
+            e,
+            ltx::ConnectError::Closed(ltx::CloseReason::Unreachable(
+                ltx_proto::Unreachable::PortClosed
+            ))
+        );
+        if closed_port {
+            return anyhow::Error::new(e).context(format!("connecting to UDP {server}"));
+        }
+        if unanswered {
+            return anyhow::anyhow!("{server} did not answer in {waited:.0} s; {NO_ANSWER_HINT}")
+                .context(Failed(Failure::Unreachable));
+        }
+        anyhow::Error::new(e).context(format!("connecting to {server} (waited {waited:.1} s)"))
     })?;
     connecting.finish_and_clear();
     Ok(connection)

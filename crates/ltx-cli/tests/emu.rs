@@ -77,6 +77,14 @@ fn a_client_and_server_run_and_the_counters_come_out_as_json() {
     assert_eq!(forward["offered"], 3);
     assert_eq!(forward["duplicated"], 3);
     assert_eq!(forward["delivered"].as_u64().unwrap() % 2, 0, "{forward}");
+    for direction in [forward, &report["reverse"]] {
+        let count = |key: &str| direction[key].as_u64().unwrap();
+        assert_eq!(
+            count("offered") + count("duplicated"),
+            count("delivered") + count("dropped") + count("in_flight"),
+            "{direction}"
+        );
+    }
     let client = report["client_namespace"].as_str().unwrap();
     assert!(
         !Path::new("/run/netns").join(client).exists(),
@@ -114,4 +122,59 @@ fn a_signal_stops_the_run_and_the_namespaces_are_deleted() {
             "SIG{signal}: namespaces left"
         );
     }
+}
+
+/// The numbers in a line of the text report, in order.
+fn numbers(line: &str) -> Vec<u64> {
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|word| word.parse().ok())
+        .collect()
+}
+
+#[test]
+fn the_text_report_adds_up() {
+    if !supported() {
+        return;
+    }
+    if Command::new("python3").arg("-V").output().is_err() {
+        eprintln!("skipped: needs python3");
+        return;
+    }
+    // 300 datagrams into a 20-packet queue at 1 Mbit/s with 20 % loss:
+    // the loss model and the full queue both drop.
+    let output = ltx()
+        .args([
+            "emu",
+            "--rtt",
+            "20ms",
+            "--rate",
+            "1mbit",
+            "--queue",
+            "20pkt",
+            "--loss",
+            "20%",
+            "--server",
+            "exec python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
+             s.bind((\"10.77.0.2\", 7000)); [s.recv(2000) for _ in range(300)]'",
+            "--client",
+            "exec python3 -c 'import socket, time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
+             [s.sendto(bytes(1000), (\"10.77.0.2\", 7000)) for _ in range(300)]; time.sleep(0.1)'",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let mut lines = stderr
+        .lines()
+        .skip_while(|l| !l.contains("client → server"));
+    let total = numbers(lines.next().expect("the forward direction"));
+    let [offered, delivered, dropped, on_link] = total[..] else {
+        panic!("{stderr}")
+    };
+    assert_eq!(offered, 300, "{stderr}");
+    assert_eq!(offered, delivered + dropped + on_link, "{stderr}");
+    let causes = numbers(lines.next().unwrap());
+    assert_eq!(causes.iter().sum::<u64>(), dropped, "{stderr}");
+    assert!(causes[0] > 0 && causes[1] > 0, "{stderr}");
+    assert!(delivered > 0, "{stderr}");
 }

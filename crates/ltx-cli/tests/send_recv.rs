@@ -173,10 +173,7 @@ fn a_receiver_that_does_not_answer_is_reported_with_the_time_waited() {
     let sent = send(&[&file], &addr, &["--timeout", "1s"]);
     assert_eq!(sent.status.code(), Some(3), "{sent:?}");
     let stderr = String::from_utf8_lossy(&sent.stderr);
-    assert!(
-        stderr.contains("did not answer") && stderr.contains("waited"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("did not answer in 1 s"), "{stderr}");
 }
 
 #[test]
@@ -376,7 +373,7 @@ fn a_sender_not_allowed_hears_nothing_and_an_allowed_one_delivers() {
     let refused = send(&[&file], &target, &["--key", &stranger, "--timeout", "1s"]);
     assert_eq!(refused.status.code(), Some(3), "{refused:?}");
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("does it list this sender's"), "{stderr}");
+    assert!(stderr.contains("allows this sender's key"), "{stderr}");
     let key = allowed_key.to_string_lossy().into_owned();
     let sent = send(&[&file], &target, &["--key", &key]);
     assert!(sent.status.success(), "{sent:?}");

@@ -205,6 +205,9 @@ pub struct LinkStats {
     pub duplicated: u64,
     /// Packets with a flipped bit.
     pub corrupted: u64,
+    /// Packets scheduled and not yet handed out: still in the queue or
+    /// crossing the medium when counted.
+    pub in_flight: u64,
     /// Time each packet that went through the queue waited before being sent.
     pub queue_delay: DelayHistogram,
 }
@@ -213,6 +216,18 @@ impl LinkStats {
     /// All drops, whatever the cause.
     pub fn dropped(&self) -> u64 {
         self.dropped_random + self.dropped_queue + self.dropped_aqm + self.dropped_outage
+    }
+
+    /// Every copy that entered the link: the offered packets and the
+    /// extra copies the link made of them.
+    pub fn copies(&self) -> u64 {
+        self.offered + self.duplicated
+    }
+
+    /// Whether every copy is accounted for: delivered, dropped, or still
+    /// in flight. The counters always balance; a report can show it.
+    pub fn balances(&self) -> bool {
+        self.copies() == self.delivered + self.dropped() + self.in_flight
     }
 
     fn count_drop(&mut self, cause: DropCause) {
@@ -399,6 +414,7 @@ impl<P: LinkPacket> Link<P> {
         }
         self.last_arrival = self.last_arrival.max(at);
         self.order += 1;
+        self.stats.in_flight += 1;
         self.in_flight.push(InFlight {
             at,
             order: self.order,
@@ -423,6 +439,7 @@ impl<P: LinkPacket> Link<P> {
             return None;
         }
         let packet = self.in_flight.pop()?.packet;
+        self.stats.in_flight -= 1;
         self.stats.delivered += 1;
         self.stats.delivered_bytes += packet.wire_len() as u64;
         Some(packet)

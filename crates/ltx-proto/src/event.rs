@@ -57,6 +57,11 @@ pub enum CloseReason {
     IdleTimeout,
     /// The peer did not answer the handshake.
     HandshakeTimeout,
+    /// The peer's address could not be reached during the handshake: its
+    /// host answered that nothing listens on that port, or that it cannot
+    /// be reached (an ICMP error, which the driver reports through
+    /// `Connection::handle_unreachable`).
+    Unreachable(Unreachable),
     /// The peer broke the protocol; the connection was closed with this
     /// reason sent to it.
     ProtocolViolation(String),
@@ -64,6 +69,17 @@ pub enum CloseReason {
     /// expected of the server, or the pre-shared key, did not match; or
     /// its key is not allowed). Nothing was sent to the client.
     HandshakeRefused(crate::protection::HandshakeError),
+}
+
+/// Why a peer's address could not be reached, from the ICMP error its
+/// host or a router sent back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unreachable {
+    /// Nothing listens on the port (ICMP port unreachable).
+    PortClosed,
+    /// The host or its network cannot be reached (ICMP host, network or
+    /// administratively prohibited unreachable).
+    HostUnreachable,
 }
 
 /// Error codes carried in CLOSE frames.

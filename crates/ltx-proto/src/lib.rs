@@ -45,5 +45,5 @@ pub use connection::{
     symbol_size, Connection, ConnectionStats, EcnCodepoint, ReadOutcome, StreamError, Transmit,
     AMPLIFICATION_FACTOR,
 };
-pub use event::{CloseReason, Event, TraceEvent};
+pub use event::{CloseReason, Event, TraceEvent, Unreachable};
 pub use wire::{Side, StreamId};

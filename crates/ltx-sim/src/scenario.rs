@@ -111,6 +111,9 @@ pub struct FlowResult {
     pub overhead_total: f64,
     /// Whether every byte arrived intact.
     pub verified: bool,
+    /// Bytes the receiver read, all of them or as many as arrived before
+    /// the run ended.
+    pub delivered: u64,
     /// Why the connection closed early, if it did.
     pub error: Option<String>,
     /// Source symbols decoded from repair symbols at the receiver.
@@ -121,6 +124,9 @@ pub struct FlowResult {
     pub source_sent: u64,
     /// The sender's final loss estimate.
     pub loss_estimate: f64,
+    /// The loss the receiver saw: the sender's packets that never arrived,
+    /// from the gaps in their numbers.
+    pub incoming_loss: f64,
     /// Repair symbols sent proactively, reactively, for the tail and as
     /// probes; repairs the receiver found stale, and repairs that arrived
     /// with nothing to solve.
@@ -355,6 +361,7 @@ impl Scenario {
             goodput_bps,
             overhead: stats.bytes_sent as f64 / delivered,
             overhead_total: (stats.bytes_sent + receiver_stats.bytes_sent) as f64 / delivered,
+            delivered: delivery.read,
             verified: delivery.finished_at.is_some()
                 && delivery.intact
                 && delivery.read == self.size,
@@ -363,6 +370,7 @@ impl Scenario {
             repair_sent: stats.repair_symbols_sent,
             source_sent: stats.source_symbols_sent,
             loss_estimate: stats.loss_rate,
+            incoming_loss: receiver_stats.incoming_loss(),
             repair_kinds: [
                 stats.repair_proactive,
                 stats.repair_reactive,

@@ -11,8 +11,9 @@ use std::time::Duration;
 use ltx_link::QueueLimit;
 use thiserror::Error;
 
-const RATE: &str = "a rate in bits per second such as 50mbit, 2.5Mbit, 500kbit, 1gbit or 1000000";
-const DURATION: &str = "a duration such as 600ms, 1.5s, 250us, 10ns or 0";
+const RATE: &str =
+    "a rate in bits per second with its unit, such as 50mbit, 50M, 50Mbps, 2.5Mbit/s, 500kbit or 1gbit";
+const DURATION: &str = "a duration such as 600ms, 1.5s, 5min, 1h, 250us, 10ns or 0";
 const FRACTION: &str = "a fraction from 0 to 1 such as 10%, 0.1 or 0";
 const SIZE: &str = "a size in bytes such as 1500, 1500B, 64KiB, 10MB, 100MiB or 1GB";
 const QUEUE: &str = "a queue limit such as 1bdp, 0.5bdp, 100pkt, 64KB or unlimited";
@@ -104,19 +105,31 @@ impl QueueSpec {
     }
 }
 
-/// Parses a rate into bits per second: `50mbit`, `2.5Mbit`, `500kbit`,
-/// `1gbit`, `1000000bit` or a bare `1000000`. Units are decimal (k = 10³).
-/// Zero is refused: a link of rate zero carries nothing.
+/// Parses a rate in bits per second: a number and a decimal unit,
+/// `50mbit`, `50M`, `50Mbps`, `50Mbit/s` (and `k`, `g`, or `bit`/`bps`
+/// alone). A bare number is refused: bits or bytes, per second or not,
+/// are too easily confused.
 pub fn parse_rate(input: &str) -> Result<u64, UnitError> {
     let (number, unit) = split(input, RATE)?;
-    let scale = match unit.to_ascii_lowercase().as_str() {
-        "" | "bit" => 1,
-        "kbit" => 1_000,
-        "mbit" => 1_000_000,
-        "gbit" => 1_000_000_000,
-        _ => return Err(unknown_unit(input, unit, RATE)),
+    let lower = unit.to_ascii_lowercase();
+    if lower.is_empty() {
+        return Err(UnitError::MissingUnit {
+            input: input.to_owned(),
+            expected: RATE,
+        });
+    }
+    let (prefix, rest) = match lower.as_bytes()[0] {
+        b'k' => (1_000, &lower[1..]),
+        b'm' => (1_000_000, &lower[1..]),
+        b'g' => (1_000_000_000, &lower[1..]),
+        _ => (1, lower.as_str()),
     };
-    match scaled(input, number, scale, RATE)? {
+    let per_second_bits = matches!(rest, "bit" | "bps" | "bit/s" | "bits/s");
+    let bare_prefix = rest.is_empty() && prefix > 1;
+    if !(per_second_bits || bare_prefix) {
+        return Err(unknown_unit(input, unit, RATE));
+    }
+    match scaled(input, number, prefix, RATE)? {
         0 => Err(UnitError::OutOfRange {
             input: input.to_owned(),
             expected: "a rate above zero",
@@ -125,7 +138,7 @@ pub fn parse_rate(input: &str) -> Result<u64, UnitError> {
     }
 }
 
-/// Parses a duration: `600ms`, `1s`, `1.5s`, `250us` (or `µs`), `10ns`, or
+/// Parses a duration: `600ms`, `1s`, `1.5s`, `5min`, `1h`, `250us` (or `µs`), `10ns`, or
 /// a bare `0`. Any other number needs a unit, since none is obvious.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     let (number, unit) = split(input, DURATION)?;
@@ -134,6 +147,8 @@ pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
         "us" | "µs" => 1_000,
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
+        "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
         "" => {
             return match scaled(input, number, 1, DURATION)? {
                 0 => Ok(Duration::ZERO),

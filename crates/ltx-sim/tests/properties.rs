@@ -92,3 +92,29 @@ proptest! {
         }
     }
 }
+
+/// The receiver counts the sender's packets that never came from the gaps
+/// in their numbers: what it reports is the loss the forward link dealt,
+/// not its own (loss-free) direction's estimate.
+#[test]
+fn the_receiver_sees_the_loss_the_forward_link_dealt() {
+    for (loss, burst, seed) in [(0.1, 1.0, 3), (0.2, 5.0, 4)] {
+        let scenario = ltx_sim::scenario::Scenario {
+            rate_bps: 20_000_000,
+            rtt: Duration::from_millis(100),
+            loss,
+            burst,
+            size: 5_000_000,
+            seed,
+            ..ltx_sim::scenario::Scenario::default()
+        };
+        let result = scenario.run().expect("a valid scenario");
+        assert!(result.verified, "seed {seed}");
+        let dealt = result.random_loss + result.queue_loss;
+        let seen = result.flows[0].incoming_loss;
+        assert!(
+            (seen - dealt).abs() < 0.005,
+            "seed {seed}: the link dropped {dealt:.4}, the receiver saw {seen:.4}"
+        );
+    }
+}

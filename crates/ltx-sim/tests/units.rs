@@ -16,10 +16,16 @@ fn rates_in_every_accepted_form() {
         ("500kbit", 500_000),
         ("2.5Mbit", 2_500_000),
         ("1000000bit", 1_000_000),
-        ("1000000", 1_000_000),
+        ("1000000bps", 1_000_000),
         ("50MBIT", 50_000_000),
         (" 50 mbit ", 50_000_000),
-        ("1", 1),
+        ("50M", 50_000_000),
+        ("50m", 50_000_000),
+        ("50Mbps", 50_000_000),
+        ("50Mbit/s", 50_000_000),
+        ("2.5G", 2_500_000_000),
+        ("500k", 500_000),
+        ("1bit", 1),
     ] {
         assert_eq!(parse_rate(input), Ok(bits), "{input}");
     }
@@ -44,8 +50,18 @@ fn rates_refused() {
         parse_rate("mbit"),
         Err(UnitError::Malformed { .. })
     ));
+    // A bare number: bits or bytes?
     assert!(matches!(
-        parse_rate("50mbps"),
+        parse_rate("1000000"),
+        Err(UnitError::MissingUnit { .. })
+    ));
+    // Bytes per second are not a rate's unit here.
+    assert!(matches!(
+        parse_rate("50MB"),
+        Err(UnitError::UnknownUnit { .. })
+    ));
+    assert!(matches!(
+        parse_rate("50Mbyte"),
         Err(UnitError::UnknownUnit { .. })
     ));
     assert!(matches!(
@@ -53,12 +69,15 @@ fn rates_refused() {
         Err(UnitError::UnknownUnit { .. })
     ));
     // Zero carries nothing; one bit per second is the least rate.
-    assert!(matches!(parse_rate("0"), Err(UnitError::OutOfRange { .. })));
+    assert!(matches!(
+        parse_rate("0bit"),
+        Err(UnitError::OutOfRange { .. })
+    ));
     assert_eq!(parse_rate("1bit"), Ok(1));
     // u64::MAX bits/s fits, one more does not.
-    assert_eq!(parse_rate("18446744073709551615"), Ok(u64::MAX));
+    assert_eq!(parse_rate("18446744073709551615bit"), Ok(u64::MAX));
     assert!(matches!(
-        parse_rate("18446744073709551616"),
+        parse_rate("18446744073709551616bit"),
         Err(UnitError::OutOfRange { .. })
     ));
     assert!(matches!(
@@ -88,6 +107,9 @@ fn durations_in_every_accepted_form() {
         ("600ms", Duration::from_millis(600)),
         ("1s", Duration::from_secs(1)),
         ("1.5s", Duration::from_millis(1500)),
+        ("5min", Duration::from_secs(300)),
+        ("1h", Duration::from_secs(3600)),
+        ("1.5h", Duration::from_secs(5400)),
         ("250us", Duration::from_micros(250)),
         ("250µs", Duration::from_micros(250)),
         ("10ns", Duration::from_nanos(10)),
@@ -113,7 +135,7 @@ fn durations_refused() {
         Err(UnitError::Malformed { .. })
     ));
     assert!(matches!(
-        parse_duration("1h"),
+        parse_duration("1d"),
         Err(UnitError::UnknownUnit { .. })
     ));
     // Zero needs no unit; anything else does.

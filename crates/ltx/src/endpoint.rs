@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use ltx_proto::accept::packet::{InitialDatagram, RetryPacket};
 use ltx_proto::accept::{AcceptStats, Acceptor, Decision, ServerLoad};
-use ltx_proto::protection::{PublicKey, SecurityConfig, StaticKeypair, KEY_LEN};
+use ltx_proto::protection::{HandshakeError, PublicKey, SecurityConfig, StaticKeypair, KEY_LEN};
 use ltx_proto::wire::{ConnectionId, Header};
 use ltx_proto::{AcceptConfig, CloseReason, EcnCodepoint, Event, Side, StreamId, TransportConfig};
 use rand::rngs::{OsRng, SmallRng};
@@ -219,7 +219,26 @@ pub(crate) struct State {
     pub(crate) unroutable: u64,
     /// Clients whose handshake a server connection refused.
     handshakes_refused: u64,
+    /// The latest refusals, for [`Endpoint::refused_handshake`].
+    refused: VecDeque<RefusedHandshake>,
+    refused_wakers: Vec<Waker>,
 }
+
+/// A client's handshake that this server refused: from where, and why
+/// (its key not allowed, or a first message that did not authenticate:
+/// another key for this server, or another pre-shared key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedHandshake {
+    /// The client's address.
+    pub from: SocketAddr,
+    /// Why it was refused.
+    pub reason: HandshakeError,
+}
+
+/// Refusals kept for [`Endpoint::refused_handshake`] until read; older
+/// ones are dropped (they are still counted), so that a flood of bad
+/// handshakes costs bounded memory.
+const REFUSALS_KEPT: usize = 64;
 
 /// What the endpoint's handles and its driver share.
 pub(crate) struct Shared {
@@ -331,6 +350,8 @@ impl Endpoint {
                 failed: None,
                 unroutable: 0,
                 handshakes_refused: 0,
+                refused: VecDeque::new(),
+                refused_wakers: Vec::new(),
             }),
             wake_driver: Notify::new(),
             local_addr,
@@ -357,6 +378,26 @@ impl Endpoint {
     /// allow list. They were sent nothing, and nothing of them was kept.
     pub fn handshakes_refused(&self) -> u64 {
         self.handle.shared.lock().handshakes_refused
+    }
+
+    /// Waits for the next client handshake this server refuses, for a log
+    /// that tells an administrator who was turned away and why; `None` once
+    /// the endpoint's socket failed. Only the latest 64 unread refusals are
+    /// kept.
+    pub async fn refused_handshake(&self) -> Option<RefusedHandshake> {
+        let shared = &self.handle.shared;
+        poll_fn(|cx| {
+            let mut state = shared.lock();
+            if let Some(refusal) = state.refused.pop_front() {
+                return Poll::Ready(Some(refusal));
+            }
+            if state.failed.is_some() {
+                return Poll::Ready(None);
+            }
+            state.refused_wakers.push(cx.waker().clone());
+            Poll::Pending
+        })
+        .await
     }
 
     /// What this endpoint holds and what it refused.
@@ -533,6 +574,18 @@ impl State {
     /// Finds (or, for a server's first packet, makes) the connection a
     /// datagram is for, and hands it the datagram; or sends the acceptor's
     /// retry; or drops it.
+    /// ICMP errors for datagrams sent to `destination`s: a client
+    /// connection still in its handshake with one of them ends at once.
+    fn on_icmp_errors(&mut self, now: Instant, errors: Vec<crate::icmp::IcmpError>) {
+        for error in errors {
+            for slot in self.slots.values_mut() {
+                if slot.remote == error.destination {
+                    slot.proto.handle_unreachable(now, error.why);
+                }
+            }
+        }
+    }
+
     fn handle_datagram(
         &mut self,
         now: Instant,
@@ -686,8 +739,16 @@ impl State {
                         }
                     }
                     Event::Closed(reason) => {
-                        if matches!(reason, CloseReason::HandshakeRefused(_)) {
+                        if let CloseReason::HandshakeRefused(why) = &reason {
                             self.handshakes_refused += 1;
+                            if self.refused.len() == REFUSALS_KEPT {
+                                self.refused.pop_front();
+                            }
+                            self.refused.push_back(RefusedHandshake {
+                                from: slot.remote,
+                                reason: *why,
+                            });
+                            self.refused_wakers.drain(..).for_each(Waker::wake);
                         }
                         slot.phase = Phase::Closed(reason);
                         slot.wakers.wake_all();
@@ -758,10 +819,20 @@ async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
                         max_segments,
                     );
                 });
-                if let Err(e) = received {
-                    drop(state);
-                    fail(&shared, &e);
-                    return;
+                match received {
+                    // Woken for an ICMP error rather than a datagram, or
+                    // told of one by the call: the error queue says which
+                    // destination did not take our datagrams.
+                    Ok(0) => state.on_icmp_errors(now, socket.take_icmp_errors()),
+                    Ok(_) => {}
+                    Err(e) if crate::icmp::is_icmp_error(&e) => {
+                        state.on_icmp_errors(now, socket.take_icmp_errors());
+                    }
+                    Err(e) => {
+                        drop(state);
+                        fail(&shared, &e);
+                        return;
+                    }
                 }
             }
             timer = state.poll_connections(now, &mut out, max_segments);

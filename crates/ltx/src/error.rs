@@ -53,11 +53,17 @@ pub(crate) fn describe(reason: &CloseReason) -> String {
             format!("the peer closed the connection (code {code:#x}): {reason}")
         }
         CloseReason::IdleTimeout => "the connection timed out: nothing heard from the peer".into(),
-        CloseReason::HandshakeTimeout => "the peer did not answer the handshake: it may be \
-            unreachable, or it refused this end's handshake (a server tells a client it \
-            cannot authenticate nothing: check that the server's public key given is \
-            right, and that the server accepts this end's key)"
+        CloseReason::HandshakeTimeout => "the peer did not answer the handshake: it is \
+            unreachable, or it refused this end's handshake (another public key for the server, \
+            a client key it does not allow, or another pre-shared key; a server does not answer \
+            a handshake it refuses)"
             .into(),
+        CloseReason::Unreachable(ltx_proto::Unreachable::PortClosed) => {
+            "nothing listens on that UDP port (its host answered that the port is closed)".into()
+        }
+        CloseReason::Unreachable(ltx_proto::Unreachable::HostUnreachable) => {
+            "the peer's host cannot be reached (a router or the host refused the datagrams)".into()
+        }
         CloseReason::HandshakeRefused(why) => format!("the client's handshake was refused: {why}"),
         CloseReason::ProtocolViolation(reason) => {
             format!("the peer broke the protocol: {reason}")

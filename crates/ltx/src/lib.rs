@@ -21,12 +21,15 @@
 mod connection;
 mod endpoint;
 mod error;
+mod icmp;
 #[cfg(all(unix, feature = "shim"))]
 pub mod shim;
 mod socket;
 
 pub use connection::{Connection, RecvStream, SendStream};
-pub use endpoint::{generate_keypair, Endpoint, EndpointConfig, EndpointStats, Security};
+pub use endpoint::{
+    generate_keypair, Endpoint, EndpointConfig, EndpointStats, RefusedHandshake, Security,
+};
 pub use error::{ConnectError, ConnectionError, OpenStreamError};
 pub use ltx_proto::accept::AcceptStats;
 pub use ltx_proto::protection::{

@@ -5,6 +5,8 @@ use std::io::{self, IoSliceMut};
 use std::net::SocketAddr;
 
 use ltx_proto::EcnCodepoint;
+
+use crate::icmp::IcmpError;
 use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
 use tokio::io::Interest;
 
@@ -44,6 +46,7 @@ impl UdpIo {
     pub(crate) fn bind(addr: SocketAddr) -> io::Result<UdpIo> {
         let socket = std::net::UdpSocket::bind(addr)?;
         let state = UdpSocketState::new(UdpSockRef::from(&socket))?;
+        crate::icmp::enable(&socket);
         // Larger buffers are a hint: the kernel caps them, which only costs
         // burst tolerance, so a refusal is not an error.
         let _ = state.set_send_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER);
@@ -71,9 +74,13 @@ impl UdpIo {
         self.state.max_gso_segments().max(1)
     }
 
-    /// Waits until the socket may have datagrams to read.
+    /// Waits until the socket may have datagrams to read, or an ICMP error
+    /// in its error queue (see [`crate::icmp`]).
     pub(crate) async fn readable(&self) -> io::Result<()> {
-        self.io.readable().await
+        self.io
+            .ready(Interest::READABLE | Interest::ERROR)
+            .await
+            .map(|_| ())
     }
 
     /// Reads what the socket holds now, calling `each` for every datagram
@@ -120,6 +127,19 @@ impl UdpIo {
             }
         }
         Ok(count)
+    }
+
+    /// The ICMP errors queued for datagrams this socket sent (see
+    /// [`crate::icmp`]); empties the queue, so that its readiness ends.
+    pub(crate) fn take_icmp_errors(&self) -> Vec<IcmpError> {
+        let mut errors = Vec::new();
+        // Through `try_io`, whose WouldBlock clears the error readiness the
+        // queue raised: otherwise `readable` would return at once forever.
+        let _ = self.io.try_io(Interest::ERROR, || {
+            errors.extend(crate::icmp::take(&self.io));
+            Err::<(), _>(io::Error::from(io::ErrorKind::WouldBlock))
+        });
+        errors
     }
 
     /// Sends one batch: `contents` holds `contents.len() / segment` datagrams

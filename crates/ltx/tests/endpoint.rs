@@ -235,6 +235,36 @@ async fn connecting_where_nobody_answers_fails_with_a_handshake_timeout() {
 }
 
 #[tokio::test]
+async fn connecting_to_a_closed_port_ends_at_once_naming_it() {
+    // The other side of the pair above: where the host answers that
+    // nothing listens (ICMP port unreachable), the handshake does not wait
+    // out its time-out, however long: it ends with that answer.
+    timeout(BOUND, async {
+        let closed = std::net::UdpSocket::bind(loopback())
+            .expect("bind")
+            .local_addr()
+            .expect("its address");
+        let mut config = EndpointConfig::client();
+        config
+            .transport
+            .set_idle_timeout(Duration::from_secs(3600))
+            .expect("a valid idle timeout");
+        let client = Endpoint::bind(loopback(), config).expect("bind");
+        let error = client
+            .connect(closed, some_key())
+            .await
+            .expect_err("nothing listens there");
+        assert_eq!(
+            error,
+            ConnectError::Closed(CloseReason::Unreachable(ltx_proto::Unreachable::PortClosed))
+        );
+        assert!(error.to_string().contains("nothing listens"), "{error}");
+    })
+    .await
+    .expect("within the bound");
+}
+
+#[tokio::test]
 async fn a_client_only_endpoint_takes_no_connections() {
     timeout(BOUND, async {
         let not_a_server = Endpoint::bind(loopback(), EndpointConfig::client()).expect("bind");

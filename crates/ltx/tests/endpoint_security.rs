@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ltx::{
-    generate_keypair, AllowList, CloseReason, ConnectError, Endpoint, EndpointConfig, Security,
-    SecurityConfig, TransportConfig,
+    generate_keypair, AllowList, CloseReason, ConnectError, Endpoint, EndpointConfig,
+    HandshakeError, Security, SecurityConfig, TransportConfig,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UdpSocket;
@@ -153,6 +153,24 @@ async fn attacks_are_refused_and_counted_while_a_legitimate_transfer_completes()
         // on its own: at least one per client.
         let refusals = server.handshakes_refused();
         assert!(refusals >= 2, "{refusals}");
+        // Each refusal can be logged with its reason: the stranger's first
+        // message did not authenticate, the outsider's key is not allowed.
+        let outsider_key = match outsider.public_key() {
+            Some(key) => key,
+            None => panic!("a Noise endpoint has a key"),
+        };
+        let (mut unauthentic, mut not_allowed) = (false, false);
+        while !(unauthentic && not_allowed) {
+            let refusal = server.refused_handshake().await.expect("a refusal");
+            match refusal.reason {
+                HandshakeError::Unauthentic => unauthentic = true,
+                HandshakeError::NotAllowed(key) => {
+                    assert_eq!(key, outsider_key);
+                    not_allowed = true;
+                }
+                other => panic!("refused for {other}"),
+            }
+        }
 
         // The legitimate client, through the tampering relay.
         let data = pattern(3_000_000);

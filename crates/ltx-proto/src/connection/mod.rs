@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::accept::packet::RetryPacket;
 use crate::config::TransportConfig;
-use crate::event::{codes, CloseReason, Event, Metrics, TraceEvent};
+use crate::event::{codes, CloseReason, Event, Metrics, TraceEvent, Unreachable};
 use crate::protection::{
     PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
 };
@@ -367,6 +367,7 @@ impl Connection {
             pacing_rate: self.recovery.pacing_rate(),
             bytes_in_flight: self.recovery.sent.bytes_in_flight,
             key_updates: self.protection.key_updates(),
+            packets_missing: self.acks.received.missing(),
             ..self.stats
         }
     }
@@ -458,6 +459,22 @@ impl Connection {
             _ => None,
         };
         self.timers.iter().flatten().copied().chain(drain).min()
+    }
+
+    /// The driver learned from an ICMP error that the peer's address is
+    /// unreachable. A client still in its handshake ends at once (nothing
+    /// was established that the error could be a forgery against); once
+    /// established, the error is ignored: it is unauthenticated, and the
+    /// protocol's own timers tell a dead peer from a lost packet.
+    pub fn handle_unreachable(&mut self, now: Instant, why: Unreachable) {
+        if self.side != Side::Client || self.state != State::Handshaking {
+            return;
+        }
+        let _ = now;
+        self.state = State::Closed;
+        self.timers = [None; TIMERS];
+        self.events
+            .push_back(Event::Closed(CloseReason::Unreachable(why)));
     }
 
     /// Handles the expiry of timers due at `now`.

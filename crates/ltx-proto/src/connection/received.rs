@@ -28,6 +28,10 @@ pub(super) struct AckState {
 pub(crate) struct ReceivedPackets {
     /// start → end (inclusive).
     ranges: BTreeMap<u64, u64>,
+    /// The smallest number ever accepted.
+    first: Option<u64>,
+    /// How many numbers were accepted.
+    accepted: u64,
 }
 
 impl ReceivedPackets {
@@ -76,7 +80,18 @@ impl ReceivedPackets {
         while self.ranges.len() > MAX_ACK_RANGES {
             self.ranges.pop_first();
         }
+        self.first = Some(self.first.map_or(number, |f| f.min(number)));
+        self.accepted += 1;
         true
+    }
+
+    /// Numbers between the smallest and the largest accepted that never
+    /// arrived (or not yet): the peer's packets the path lost.
+    pub(crate) fn missing(&self) -> u64 {
+        match (self.first, self.largest()) {
+            (Some(first), Some(largest)) => (largest - first + 1).saturating_sub(self.accepted),
+            _ => 0,
+        }
     }
 
     /// The largest number received.
@@ -112,5 +127,21 @@ mod tests {
         assert!(!received.insert(10_000));
         assert!(received.insert(10_001));
         assert_eq!(received.largest(), Some(10_001));
+    }
+
+    #[test]
+    fn the_gaps_are_counted_as_missing_until_they_arrive() {
+        let mut received = ReceivedPackets::default();
+        assert_eq!(received.missing(), 0);
+        for number in [3, 4, 7, 8, 12] {
+            assert!(received.insert(number));
+        }
+        assert_eq!(received.missing(), 5, "5, 6, 9, 10, 11");
+        assert!(received.insert(10));
+        assert!(!received.insert(10));
+        assert_eq!(received.missing(), 4);
+        // A number below the first widens the span by what lies between.
+        assert!(received.insert(1));
+        assert_eq!(received.missing(), 5, "2, 5, 6, 9, 11");
     }
 }

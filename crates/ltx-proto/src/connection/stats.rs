@@ -41,6 +41,10 @@ pub struct ConnectionStats {
     pub key_updates: u64,
     /// Packets declared lost.
     pub packets_lost: u64,
+    /// The peer's packets that did not arrive: gaps in the packet numbers
+    /// received (a packet still on its way counts until it comes). With
+    /// `packets_received`, the loss this end sees on the path towards it.
+    pub packets_missing: u64,
     /// Source symbols sent.
     pub source_symbols_sent: u64,
     /// Repair symbols sent, all kinds.
@@ -72,4 +76,17 @@ pub struct ConnectionStats {
     pub amplification_limited: u64,
     /// Stream bytes the application has read.
     pub stream_bytes_read: u64,
+}
+
+impl ConnectionStats {
+    /// The fraction of the peer's packets that did not arrive, from the
+    /// gaps in their numbers: the loss of the path towards this end as it
+    /// was dealt (`loss_rate` estimates the other direction's).
+    pub fn incoming_loss(&self) -> f64 {
+        let numbered = self.packets_missing + self.packets_received;
+        if numbered == 0 {
+            return 0.0;
+        }
+        self.packets_missing as f64 / numbered as f64
+    }
 }

@@ -144,6 +144,7 @@ pub fn describe(reason: &CloseReason) -> String {
         CloseReason::ByPeer { code, reason } => format!("closed by the peer ({code:#x}: {reason})"),
         CloseReason::IdleTimeout => "idle time-out".to_owned(),
         CloseReason::HandshakeTimeout => "handshake time-out".to_owned(),
+        CloseReason::Unreachable(_) => "unreachable".to_owned(),
         CloseReason::ProtocolViolation(reason) => format!("protocol violation ({reason})"),
         CloseReason::HandshakeRefused(why) => format!("handshake refused ({why})"),
     }
