@@ -104,10 +104,10 @@ pub use plan::{
     plan_transfers, plan_transfers_with, Plan, PlanError, PlanOptions, PlannedFile, PlannedKind,
     SkipReason,
 };
-pub use progress::{Event, EventKind, FileOutcome, Phase, Progress};
+pub use progress::{Ending, Event, EventKind, FileOutcome, Phase, Progress};
 pub use receiver::{
-    receive_file, receive_lane, sender_finished, Inbox, Peer, ReceiveLane, ReceiveOptions,
-    ReceiveReport, Received,
+    receive_file, receive_lane, sender_finished, Completion, Inbox, Peer, ReceiveLane,
+    ReceiveOptions, ReceiveReport, Received,
 };
 pub use sender::{
     send_file, send_lane, SendLane, SendOptions, SendReport, Sent, Source, Sources, Stop, Stopper,

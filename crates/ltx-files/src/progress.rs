@@ -33,17 +33,17 @@ pub struct Progress {
 }
 
 /// One report about one file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Event<'a> {
     /// The file's transfer name.
     pub name: &'a TransferName,
     /// What happened.
-    pub kind: EventKind,
+    pub kind: EventKind<'a>,
 }
 
 /// What happened to a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
+#[derive(Debug, Clone, Copy)]
+pub enum EventKind<'a> {
     /// The file's exchange begins: the sender offers it, or the receiver
     /// reads the offer. `size` is `None` for a stream.
     Started {
@@ -59,8 +59,25 @@ pub enum EventKind {
         /// The resume offset.
         at: u64,
     },
-    /// The file's exchange is over; its result is in the lane's report.
-    Finished,
+    /// The file's exchange is over, this way; the lane's report has the
+    /// details. Comes once per file, the last of its events.
+    Finished(Ending<'a>),
+}
+
+/// How a file's exchange ended, as [`EventKind::Finished`] tells it.
+#[derive(Debug, Clone, Copy)]
+pub enum Ending<'a> {
+    /// Stored whole and verified.
+    Stored,
+    /// The receiver already had this exact file.
+    AlreadyPresent,
+    /// The sender stopped it; the receiver keeps `kept` bytes for a rerun.
+    Stopped {
+        /// The bytes the receiver keeps.
+        kept: u64,
+    },
+    /// Refused, or failed.
+    Failed(&'a TransferError),
 }
 
 /// What became of one file, on either side.
@@ -82,6 +99,17 @@ pub enum FileOutcome<T> {
 }
 
 impl<T> FileOutcome<T> {
+    /// How it ended, given whether a file that is done was already
+    /// present.
+    pub(crate) fn ending_with(&self, already_present: impl Fn(&T) -> bool) -> Ending<'_> {
+        match self {
+            Self::Done(done) if already_present(done) => Ending::AlreadyPresent,
+            Self::Done(_) => Ending::Stored,
+            Self::Stopped { kept, .. } => Ending::Stopped { kept: *kept },
+            Self::Failed(error) => Ending::Failed(error),
+        }
+    }
+
     /// The error, if the file failed.
     pub fn error(&self) -> Option<&TransferError> {
         match self {

@@ -15,6 +15,7 @@
 //! receiver's directory; they do not stop a local user who can write into
 //! that directory and swaps a directory for a link during a transfer.
 
+mod completion;
 mod inbox;
 mod incoming;
 mod prepare;
@@ -26,6 +27,7 @@ use std::sync::Mutex;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+pub use completion::Completion;
 pub use inbox::{Inbox, Peer, ReceiveOptions};
 
 use super::error::{Stage, TransferError};
@@ -57,6 +59,13 @@ pub struct Received {
     pub bytes_received: u64,
     /// The file was already here, identical; it was left as it was.
     pub already_present: bool,
+}
+
+impl FileOutcome<Received> {
+    /// How the file ended, for [`EventKind::Finished`].
+    pub fn ending(&self) -> crate::Ending<'_> {
+        self.ending_with(|received| received.already_present)
+    }
 }
 
 /// What became of one file on the receiver.
@@ -402,7 +411,7 @@ where
     };
     events(Event {
         name: &name,
-        kind: EventKind::Finished,
+        kind: EventKind::Finished(outcome.ending()),
     });
     ReceiveReport {
         name,

@@ -22,7 +22,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::error::{Stage, TransferError};
 use super::name::{LinkTarget, TransferName};
-use super::progress::{Event, EventKind, FileOutcome, Progress};
+use super::plan::{PlannedFile, PlannedKind};
+use super::progress::{Ending, Event, EventKind, FileOutcome, Progress};
 use super::wire::{Hash, Lane, Outcome, ProtocolError, RefuseReason, Text, VERSION};
 
 use answers::Answer;
@@ -59,6 +60,22 @@ impl Source {
     pub fn name(&self) -> &TransferName {
         match self {
             Self::File { name, .. } | Self::Link { name, .. } | Self::Stream { name, .. } => name,
+        }
+    }
+}
+
+impl From<PlannedFile> for Source {
+    /// The source a planned file stands for: a file, or a link as a link.
+    fn from(file: PlannedFile) -> Self {
+        match file.kind {
+            PlannedKind::File => Source::File {
+                path: file.local,
+                name: file.name,
+            },
+            PlannedKind::Link(target) => Source::Link {
+                name: file.name,
+                target,
+            },
         }
     }
 }
@@ -229,7 +246,7 @@ where
             records: &records,
         };
         let written = lane_writer.run(lane, sources);
-        let heard = answers::read(reader, expect_rx, answer_tx, events, &mut finals);
+        let heard = answers::read(reader, expect_rx, answer_tx, events, &records, &mut finals);
         tokio::pin!(written, heard);
         let mut write_end = None;
         // The receiver's BYE answers the sender's, so the writing half is
@@ -253,6 +270,14 @@ where
         .into_inner()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let files = merge(records, finals, &end);
+    for report in files.iter().filter(|r| r.unanswered) {
+        // The lane broke before the file's last answer: its end comes here.
+        events(Event {
+            name: &report.name,
+            kind: EventKind::Finished(report.outcome.ending()),
+        });
+    }
+    let files = files.into_iter().map(|r| r.report).collect();
     SendLane { files, end }
 }
 
@@ -308,27 +333,55 @@ where
     }
 }
 
-/// Joins what the writing half recorded of each file with the receiver's
-/// last answer on it, in the order offered.
+/// A file's report, and whether it had no last answer (its lane broke
+/// first).
+struct Merged {
+    report: SendReport,
+    unanswered: bool,
+}
+
+impl std::ops::Deref for Merged {
+    type Target = SendReport;
+
+    fn deref(&self) -> &SendReport {
+        &self.report
+    }
+}
+
+/// Joins what the writing half recorded of each file with the outcome its
+/// last answer gave it, in the order taken.
 fn merge(
     records: Vec<Record>,
-    finals: Vec<Answer>,
+    mut finals: Vec<(usize, FileOutcome<Sent>)>,
     end: &Result<(), TransferError>,
-) -> Vec<SendReport> {
-    let mut finals = finals.into_iter();
+) -> Vec<Merged> {
     records
         .into_iter()
         .map(|mut record| {
-            let answer = if record.offered { finals.next() } else { None };
-            let outcome = outcome_of(&mut record, answer, end);
-            SendReport {
-                name: record.name,
-                size: record.size,
-                bytes_sent: record.bytes_sent,
-                outcome,
+            let answered = record
+                .index
+                .and_then(|index| finals.iter().position(|(i, _)| *i == index))
+                .map(|at| finals.swap_remove(at).1);
+            let unanswered = answered.is_none() && record.index.is_some();
+            let outcome = answered.unwrap_or_else(|| outcome_of(&mut record, None, end));
+            Merged {
+                report: SendReport {
+                    name: record.name,
+                    size: record.size,
+                    bytes_sent: record.bytes_sent,
+                    outcome,
+                },
+                unanswered,
             }
         })
         .collect()
+}
+
+impl FileOutcome<Sent> {
+    /// How the file ended, for [`EventKind::Finished`].
+    pub fn ending(&self) -> Ending<'_> {
+        self.ending_with(|sent| sent.already_present)
+    }
 }
 
 /// What a file's record and its last answer mean together.

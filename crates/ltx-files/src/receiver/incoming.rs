@@ -818,7 +818,7 @@ where
         });
         (self.events)(Event {
             name: &self.name,
-            kind: EventKind::Finished,
+            kind: EventKind::Finished(outcome.ending()),
         });
         ReceiveReport {
             name: self.name.clone(),

@@ -2,12 +2,17 @@
 //! each to the file it is about (the receiver answers the files of a lane
 //! in order), and tells the writing half what it must act on.
 
+use std::sync::Mutex;
+
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
 
+use super::outgoing::Record;
+use super::{outcome_of, Sent};
+
 use crate::error::{Stage, TransferError};
 use crate::name::TransferName;
-use crate::progress::{Event, EventKind};
+use crate::progress::{Event, EventKind, FileOutcome};
 use crate::wire::{
     self, Hash, Outcome, ProtocolError, ReadError, ReceiverFrame, RefuseReason, Text,
 };
@@ -74,14 +79,17 @@ pub(super) enum Answer {
     },
 }
 
-/// Reads the receiver's answers until its goodbye, pushing each file's last
-/// answer onto `finals`, in order.
+/// Reads the receiver's answers until its goodbye. At each file's last
+/// answer, joins it with what the writing half recorded of the file and
+/// pushes the outcome onto `finals` with the file's place among the
+/// offered ones.
 pub(super) async fn read<R, F>(
     reader: &mut R,
     mut expect: mpsc::UnboundedReceiver<Expect>,
     heard: mpsc::UnboundedSender<Heard>,
     events: &F,
-    finals: &mut Vec<Answer>,
+    records: &Mutex<Vec<Record>>,
+    finals: &mut Vec<(usize, FileOutcome<Sent>)>,
 ) -> Result<(), TransferError>
 where
     R: AsyncRead + Unpin,
@@ -165,15 +173,25 @@ where
             Expect::Bye => None,
         };
         if let (Some(answer), Some((index, name))) = (last, file) {
-            events(Event {
-                name,
-                kind: EventKind::Finished,
-            });
             let _ = heard.send(Heard {
                 index,
                 kind: HeardKind::Last,
             });
-            finals.push(answer);
+            let outcome = {
+                let mut records = records
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match records.iter_mut().find(|r| r.index == Some(index)) {
+                    Some(record) => outcome_of(record, Some(answer), &Ok(())),
+                    // The writing half records a file before it announces it.
+                    None => FileOutcome::Failed(unexpected("no answer", &ReceiverFrame::Bye)),
+                }
+            };
+            events(Event {
+                name,
+                kind: EventKind::Finished(outcome.ending()),
+            });
+            finals.push((index, outcome));
             current = None;
         }
     }

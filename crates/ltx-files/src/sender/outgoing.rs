@@ -15,7 +15,7 @@ use super::answers::{Expect, Heard, HeardKind};
 use super::{SendOptions, Source, Sources, Stop};
 use crate::error::{Stage, TransferError};
 use crate::name::{LinkTarget, TransferName};
-use crate::progress::{Event, EventKind, Phase, Progress};
+use crate::progress::{Ending, Event, EventKind, Phase, Progress};
 use crate::wire::{self, Hash, Lane, Metadata, Offer, SenderFrame, Text, MAX_DATA_LEN};
 use crate::CHUNK_LEN;
 
@@ -26,8 +26,9 @@ pub(super) struct Record {
     pub(super) name: TransferName,
     /// Its size, if known.
     pub(super) size: Option<u64>,
-    /// Whether it went on the wire (an OFFER or LINK), and so gets answers.
-    pub(super) offered: bool,
+    /// Its place among the lane's offered files, if it went on the wire
+    /// (an OFFER or LINK) and so gets answers.
+    pub(super) index: Option<usize>,
     /// Bytes of data written.
     pub(super) bytes_sent: u64,
     /// Where the data went on from after a SEEK.
@@ -186,11 +187,12 @@ where
             Ok(opened) => opened,
             Err((action, e)) => {
                 self.event(&name, EventKind::Started { size: None });
+                let error = TransferError::local(action, &path, e);
+                self.event(&name, EventKind::Finished(Ending::Failed(&error)));
                 self.push(Record {
-                    local_error: Some(TransferError::local(action, &path, e)),
-                    ..Record::new(name.clone(), None, false)
+                    local_error: Some(error),
+                    ..Record::new(name.clone(), None, None)
                 });
-                self.event(&name, EventKind::Finished);
                 return Ok(false);
             }
         };
@@ -236,7 +238,7 @@ where
         self.event(&name, EventKind::Started { size: None });
         self.push(Record {
             hash: Some(blake3::hash(target.as_str().as_bytes())),
-            ..Record::new(name.clone(), None, true)
+            ..Record::new(name.clone(), None, Some(index))
         });
         let _ = self.expect.send(Expect::Link {
             index,
@@ -257,7 +259,7 @@ where
     ) -> Result<(), TransferError> {
         let name = offer.name.clone();
         self.event(&name, EventKind::Started { size: offer.size });
-        self.push(Record::new(name.clone(), offer.size, true));
+        self.push(Record::new(name.clone(), offer.size, Some(index)));
         let _ = self.expect.send(Expect::Offer {
             index,
             name: name.clone(),
@@ -495,7 +497,7 @@ where
             .map_err(|source| TransferError::PeerClosed { stage, source })
     }
 
-    fn event(&self, name: &TransferName, kind: EventKind) {
+    fn event(&self, name: &TransferName, kind: EventKind<'_>) {
         (self.events)(Event { name, kind });
     }
 
@@ -530,11 +532,11 @@ where
 }
 
 impl Record {
-    fn new(name: TransferName, size: Option<u64>, offered: bool) -> Self {
+    fn new(name: TransferName, size: Option<u64>, index: Option<usize>) -> Self {
         Self {
             name,
             size,
-            offered,
+            index,
             bytes_sent: 0,
             resumed_from: 0,
             hash: None,

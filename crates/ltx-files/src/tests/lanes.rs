@@ -81,7 +81,7 @@ async fn a_large_file_does_not_hold_back_small_ones() {
         .map(|_| delayed_pipe(Duration::from_millis(50), 256 << 10))
         .collect();
     let events = |event: Event<'_>| {
-        if event.kind == EventKind::Finished {
+        if matches!(event.kind, EventKind::Finished(Ending::Stored)) {
             stored.lock().unwrap().push(event.name.to_string());
         }
     };
@@ -101,6 +101,72 @@ async fn a_large_file_does_not_hold_back_small_ones() {
     assert_eq!(stored.len(), 2 * names.len());
     assert_eq!(stored[stored.len() - 2..], ["f00", "f00"]);
     assert_eq!(dirs.listing(), names);
+}
+
+/// Each file's end is told once on each side, as it happened, as soon as
+/// it is known: stored, already there, refused, or failed on the sender
+/// before it was offered.
+#[tokio::test]
+async fn each_file_ends_once_on_each_side_as_it_happened() {
+    let dirs = Dirs::new();
+    let names = make_files(&dirs, 3, |_| 5000);
+    std::fs::copy(dirs.src.join("f01"), dirs.dst.join("f01")).unwrap();
+    std::fs::write(dirs.dst.join("f02"), b"the receiver's own").unwrap();
+    let mut sources: Vec<Source> = names
+        .iter()
+        .map(|name| Source::File {
+            path: dirs.src.join(name),
+            name: TransferName::parse(name).unwrap(),
+        })
+        .collect();
+    sources.push(Source::File {
+        path: dirs.src.join("missing"),
+        name: TransferName::parse("missing").unwrap(),
+    });
+    let sources = Sources::new(sources);
+    let inbox = Inbox::directory(&dirs.dst, ReceiveOptions::default());
+    let ends = Mutex::new(Vec::new());
+    let events = |event: Event<'_>| {
+        let ending = match event.kind {
+            EventKind::Finished(Ending::Stored) => "stored".to_owned(),
+            EventKind::Finished(Ending::AlreadyPresent) => "present".to_owned(),
+            EventKind::Finished(Ending::Stopped { kept }) => format!("stopped at {kept}"),
+            EventKind::Finished(Ending::Failed(error)) => format!("failed: {error}"),
+            _ => return,
+        };
+        ends.lock()
+            .unwrap()
+            .push(format!("{} {ending}", event.name));
+    };
+    let lanes = send_lanes(
+        vec![duplex(PIPE_LEN)],
+        &sources,
+        &SendOptions::default(),
+        &inbox,
+        &Peer::unknown(),
+        &events,
+    )
+    .await;
+    lanes[0].0.end.as_ref().unwrap();
+    let mut ends = ends.into_inner().unwrap();
+    ends.sort();
+    let refused = "failed: refused (exists): f02 exists on the receiver and differs; the \
+                   receiver can overwrite it with `ltx recv --force`";
+    assert_eq!(
+        ends,
+        [
+            "f00 stored".to_owned(),
+            "f00 stored".to_owned(),
+            "f01 present".to_owned(),
+            "f01 present".to_owned(),
+            format!("f02 {refused}"),
+            format!("f02 {refused}"),
+            format!(
+                "missing failed: cannot open {}",
+                dirs.src.join("missing").display()
+            ),
+        ]
+    );
 }
 
 /// What a sender whose process hung wrote: the lane's preamble, the offer
