@@ -329,8 +329,10 @@ fn sender_of(connection: &Connection) -> Peer {
 
 impl Transfer {
     /// The connection's status: success only for a complete transfer whose
-    /// every file is stored (or was there already).
+    /// every file is stored (or was there already). A file's own failure
+    /// comes first; a broken stream is told by how the connection ended.
     fn result(self) -> anyhow::Result<()> {
+        let mut broken = None;
         for file in self.files {
             match file.outcome {
                 FileOutcome::Done(_) => {}
@@ -342,14 +344,15 @@ impl Transfer {
                     )
                     .context(Failed(Failure::Refused)))
                 }
+                FileOutcome::Failed(TransferError::PeerClosed { .. }) => {
+                    broken.get_or_insert(file.name);
+                }
                 FileOutcome::Failed(error) => {
-                    return Err(
-                        anyhow::Error::new(error).context(format!("receiving {}", file.name))
-                    )
+                    return Err(anyhow::Error::new(error).context(format!("receiving {}", file.name)))
                 }
             }
         }
-        if self.complete {
+        if self.complete && broken.is_none() {
             return Ok(());
         }
         if let Some(error) = self.lane_error {
@@ -358,12 +361,12 @@ impl Transfer {
             }
         }
         let reason = self.closed.unwrap_or(CloseReason::LocallyClosed);
-        Err(anyhow::Error::new(ltx::ConnectionError { reason })).with_context(|| {
-            format!(
-                "the connection from {} ended before the transfer did",
-                self.peer
-            )
-        })
+        let during = match broken {
+            Some(name) => format!(" during {name} (its part is kept for a rerun to resume)"),
+            None => String::new(),
+        };
+        Err(anyhow::Error::new(ltx::ConnectionError { reason }))
+            .with_context(|| format!("the connection from {} ended{during}", self.peer))
     }
 
     /// The first error, as the JSON summary shows it.

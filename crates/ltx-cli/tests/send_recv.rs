@@ -284,10 +284,13 @@ fn a_sender_killed_mid_transfer_leaves_no_file_and_a_rerun_resumes() {
         .as_u64()
         .expect("resumed_from");
     assert!(resumed >= 10_000_000, "resumed from {resumed}");
-    assert_eq!(
-        summary["bytes"].as_u64(),
-        Some(200_000_000 - resumed),
-        "only the rest was sent"
+    // The rest, and what left before the receiver's answer redirected the
+    // data: less than what the receiver had, which was not sent again.
+    let bytes = summary["bytes"].as_u64().expect("bytes");
+    let rest = 200_000_000 - resumed;
+    assert!(
+        bytes >= rest && bytes - rest < resumed,
+        "sent {bytes} for the last {rest}"
     );
     assert!(std::fs::read(out.join("disk.img")).expect("read") == data);
     assert!(!partial.exists(), "the partial file outlived the transfer");
