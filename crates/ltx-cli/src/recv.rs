@@ -141,8 +141,9 @@ async fn serve(args: &RecvArgs, security: ltx::SecurityConfig) -> anyhow::Result
         let json = args.json;
         connections.spawn(async move {
             let peer = connection.remote_address();
-            let transfer = receive_connection(&connection, &inbox, &display).await;
+            let (transfer, rest) = receive_connection(&connection, &inbox, &display).await;
             transfer.report(json, summaries, &display);
+            rest.let_go(&connection).await;
             let result = transfer.result();
             if let Err(e) = &result {
                 display.note(&format!("{peer}: {e:#}"));
@@ -185,18 +186,18 @@ struct Transfer {
     packets_received: u64,
 }
 
-/// Receives the lanes of one connection until the transfer is complete
-/// and the sender has heard every answer (or a grace has passed), or until
-/// the connection ends. The transfer's end does not wait for the
-/// connection's close, which may be lost.
+/// Receives the lanes of one connection until every lane has said
+/// goodbye (the transfer is complete, whether or not the connection's
+/// close ever arrives) or until the connection ends. Returns what came,
+/// and what remains to wait for before the connection is let go.
 async fn receive_connection(
     connection: &Connection,
     inbox: &Arc<Inbox>,
     display: &Display,
-) -> Transfer {
+) -> (Transfer, Remaining) {
     let peer = connection.remote_address();
     let started = Instant::now();
-    let _connection_line = display.connection(connection.clone(), Side::Receiving);
+    let connection_line = display.connection(connection.clone(), Side::Receiving);
     let lines = Arc::new(FileLines::new(display.clone(), End::Receiver));
     let sender = Arc::new(sender_of(connection));
     let mut lanes: JoinSet<(ReceiveLane, RecvStream)> = JoinSet::new();
@@ -204,14 +205,7 @@ async fn receive_connection(
     let mut completion = Completion::default();
     let mut reports: Vec<(Option<Lane>, ReceiveLane)> = Vec::new();
     let mut closed = None;
-    loop {
-        let grace = confirm_grace(connection);
-        if completion.may_go(Instant::now(), grace) || (closed.is_some() && lanes.is_empty()) {
-            break;
-        }
-        let wait_until = completion
-            .wait_until(grace)
-            .map(tokio::time::Instant::from_std);
+    while !completion.is_complete() && !(closed.is_some() && lanes.is_empty()) {
         tokio::select! {
             accepted = connection.accept_stream(), if closed.is_none() => match accepted {
                 Ok((mut send, mut recv)) => {
@@ -237,25 +231,13 @@ async fn receive_connection(
                 }
                 reports.push((lane.lane, lane));
             }
-            Some(done) = heard.join_next() => {
-                if let Ok(Some(lane)) = done {
-                    completion.lane_heard(lane);
-                }
-            }
-            () = sleep_until(wait_until), if wait_until.is_some() => {}
         }
     }
+    drop(connection_line);
     reports.sort_by_key(|(lane, _)| lane.map(|l| l.index()));
     let end = completion.completed_at().unwrap_or_else(Instant::now);
     let stats = connection.stats();
     let closed = closed.or_else(|| connection.close_reason());
-    if closed.is_none() {
-        // Over, and the sender heard it: no need to wait for its close.
-        connection.abort(
-            ltx_proto::event::codes::NO_ERROR,
-            "the transfer is complete",
-        );
-    }
     let mut files = Vec::new();
     let mut lane_error = None;
     for (_, lane) in reports {
@@ -264,7 +246,7 @@ async fn receive_connection(
             lane_error.get_or_insert(error);
         }
     }
-    Transfer {
+    let transfer = Transfer {
         peer,
         elapsed: end.saturating_duration_since(started),
         complete: completion.is_complete(),
@@ -273,6 +255,52 @@ async fn receive_connection(
         lane_error,
         symbols_repaired: stats.symbols_repaired,
         packets_received: stats.packets_received,
+    };
+    (transfer, Remaining { completion, heard })
+}
+
+/// What a complete transfer waits for before the receiver lets its
+/// connection go: the sender ending its streams after the last goodbye,
+/// which says it heard every answer.
+struct Remaining {
+    completion: Completion,
+    heard: JoinSet<Option<Lane>>,
+}
+
+impl Remaining {
+    /// Waits until the sender has heard every answer, the connection ends,
+    /// or a grace of a few round trips passes; then closes the connection
+    /// if it is still open: its own close, if it comes, would change
+    /// nothing.
+    async fn let_go(mut self, connection: &Connection) {
+        if !self.completion.is_complete() {
+            return;
+        }
+        loop {
+            let grace = confirm_grace(connection);
+            if self.completion.may_go(Instant::now(), grace) {
+                break;
+            }
+            let until = self
+                .completion
+                .wait_until(grace)
+                .map(tokio::time::Instant::from_std);
+            tokio::select! {
+                Some(done) = self.heard.join_next() => {
+                    if let Ok(Some(lane)) = done {
+                        self.completion.lane_heard(lane);
+                    }
+                }
+                _ = connection.closed() => return,
+                () = sleep_until(until) => {}
+            }
+        }
+        if connection.close_reason().is_none() {
+            connection.abort(
+                ltx_proto::event::codes::NO_ERROR,
+                "the transfer is complete",
+            );
+        }
     }
 }
 
@@ -348,7 +376,9 @@ impl Transfer {
                     broken.get_or_insert(file.name);
                 }
                 FileOutcome::Failed(error) => {
-                    return Err(anyhow::Error::new(error).context(format!("receiving {}", file.name)))
+                    return Err(
+                        anyhow::Error::new(error).context(format!("receiving {}", file.name))
+                    )
                 }
             }
         }
