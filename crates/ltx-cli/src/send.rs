@@ -22,6 +22,7 @@ use ltx_files::{
 use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::task::JoinSet;
 
 use crate::file_lines::{End, FileLines};
@@ -178,10 +179,13 @@ async fn send_all(
         .map_err(|e| flag_error(&e, args.profile))?;
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
     let display = Display::new(args.json);
+    // Listened to from here to the end, so that no Ctrl-C falls between
+    // two waits for it.
+    let mut interrupts = signal(SignalKind::interrupt()).context("listening for Ctrl-C")?;
     let started = Instant::now();
     let connection = tokio::select! {
         connected = connect(&endpoint, server, peer, &display) => connected?,
-        _ = tokio::signal::ctrl_c() => {
+        _ = interrupts.recv() => {
             return Err(anyhow!("interrupted before anything was sent")
                 .context(Failed(Failure::Interrupted)));
         }
@@ -190,7 +194,14 @@ async fn send_all(
     let options = SendOptions {
         metadata: !args.no_preserve,
     };
-    let lanes = send_files(&connection, outgoing.sources, options, &display).await?;
+    let lanes = send_files(
+        &connection,
+        outgoing.sources,
+        options,
+        &display,
+        &mut interrupts,
+    )
+    .await?;
     let elapsed = started.elapsed();
     let stats = connection.stats();
     let summary = Summary {
@@ -281,6 +292,7 @@ async fn send_files(
     sources: Vec<Source>,
     options: SendOptions,
     display: &Display,
+    interrupts: &mut Signal,
 ) -> anyhow::Result<LanesEnd> {
     let count = u8::try_from(sources.len())
         .unwrap_or(u8::MAX)
@@ -313,7 +325,7 @@ async fn send_files(
                 let Some(joined) = joined else { break };
                 lanes.push(joined.context("a lane's task")?);
             }
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupts.recv() => {
                 if interrupted {
                     connection.abort(ltx_proto::event::codes::APPLICATION, "the sender was interrupted");
                     return Err(anyhow!("interrupted").context(Failed(Failure::Interrupted)));

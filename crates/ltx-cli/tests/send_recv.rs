@@ -33,8 +33,17 @@ fn keygen(path: &Path) -> String {
 }
 
 /// A receiver on a free loopback port with a key pair (its file beside
-/// `dir`, made on first use), and where to reach it.
+/// `dir`, made on first use) that exits after its first connection, and
+/// where to reach it.
 fn start_receiver(dir: &Path, extra: &[&str]) -> (Child, Target) {
+    let mut args = vec!["--once"];
+    args.extend_from_slice(extra);
+    launch_receiver(dir, &args)
+}
+
+/// A receiver as [`start_receiver`] starts one, that serves connection
+/// after connection until it is killed.
+fn launch_receiver(dir: &Path, extra: &[&str]) -> (Child, Target) {
     let key_file = dir.with_extension("key");
     // A receiver started again on the same directory keeps its key.
     let key = if key_file.exists() {
@@ -48,14 +57,7 @@ fn start_receiver(dir: &Path, extra: &[&str]) -> (Child, Target) {
         keygen(&key_file)
     };
     let mut child = ltx()
-        .args([
-            "recv",
-            "--listen",
-            "127.0.0.1:0",
-            "--once",
-            "--json",
-            "--dir",
-        ])
+        .args(["recv", "--listen", "127.0.0.1:0", "--json", "--dir"])
         .arg(dir)
         .arg("--key")
         .arg(&key_file)
@@ -294,6 +296,90 @@ fn a_sender_killed_mid_transfer_leaves_no_file_and_a_rerun_resumes() {
     );
     assert!(std::fs::read(out.join("disk.img")).expect("read") == data);
     assert!(!partial.exists(), "the partial file outlived the transfer");
+}
+
+/// Waits until a partial file in `dir` holds at least `len` bytes.
+fn wait_for_part(dir: &Path, len: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let held = std::fs::read_dir(dir).ok().and_then(|entries| {
+            entries
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().ends_with(".ltx-part"))
+                .and_then(|part| part.metadata().ok())
+                .map(|meta| meta.len())
+        });
+        if held.is_some_and(|held| held >= len) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no partial file of {len} bytes appeared");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Ctrl-C on the sender stops it cleanly: it says how far it got and that
+/// the same command resumes, and exits 130. The receiver keeps the part
+/// and lets it go at once: the same command run again straight away
+/// resumes from it, says where, and completes; the receiver tells both
+/// connections apart in its summaries.
+#[test]
+fn an_interrupted_send_says_how_far_it_got_and_a_rerun_resumes_at_once() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let out = tmp.path().join("out");
+    let file = tmp.path().join("disk.img");
+    let data = random_bytes(200_000_000, 6);
+    std::fs::write(&file, &data).expect("write");
+    let (receiver, target) = launch_receiver(&out, &[]);
+
+    let sender = ltx()
+        .arg("send")
+        .arg(&file)
+        .arg(&target.addr)
+        .args(["--peer", &target.key, "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting ltx send");
+    wait_for_part(&out, 10_000_000);
+    let pid = i32::try_from(sender.id()).expect("a pid");
+    // SAFETY: a signal to a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let interrupted = finish(sender, Duration::from_secs(60));
+    assert_eq!(interrupted.status.code(), Some(130), "{interrupted:?}");
+    let stderr = String::from_utf8_lossy(&interrupted.stderr);
+    assert!(
+        stderr.contains("interrupted at ")
+            && stderr.contains(" of 200.0 MB; run the same command again to resume"),
+        "{stderr}"
+    );
+    let stopped = json(&interrupted);
+    let kept = stopped["files"][0]["error"].as_str().expect("the file's error");
+    assert!(kept.starts_with("interrupted; the receiver keeps "), "{kept}");
+    assert!(!out.join("disk.img").exists());
+
+    let rerun = send(&[&file], &target, &[]);
+    assert!(rerun.status.success(), "{rerun:?}");
+    let summary = json(&rerun);
+    let resumed = summary["files"][0]["resumed_from"].as_u64().expect("resumed_from");
+    assert!(resumed >= 10_000_000, "resumed from {resumed}");
+    let stderr = String::from_utf8_lossy(&rerun.stderr);
+    assert!(stderr.contains("disk.img: resuming at "), "{stderr}");
+    assert!(std::fs::read(out.join("disk.img")).expect("read") == data);
+
+    let mut receiver = receiver;
+    receiver.kill().expect("stopping the receiver");
+    let served = receiver.wait_with_output().expect("the receiver's output");
+    let stdout = String::from_utf8_lossy(&served.stdout);
+    let reports: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON object per connection"))
+        .collect();
+    assert_eq!(reports.len(), 2, "{stdout}");
+    let first = reports[0]["error"].as_str().expect("the first connection's error");
+    assert!(first.contains("the sender stopped (interrupted)"), "{first}");
+    // The stop ended the lanes cleanly: nothing timed out.
+    assert_eq!(reports[0]["complete"], true, "{stdout}");
+    assert_eq!(reports[1]["error"], Value::Null, "{stdout}");
 }
 
 #[test]
