@@ -312,7 +312,10 @@ fn wait_for_part(dir: &Path, len: u64) {
         if held.is_some_and(|held| held >= len) {
             return;
         }
-        assert!(Instant::now() < deadline, "no partial file of {len} bytes appeared");
+        assert!(
+            Instant::now() < deadline,
+            "no partial file of {len} bytes appeared"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
 }
@@ -353,14 +356,21 @@ fn an_interrupted_send_says_how_far_it_got_and_a_rerun_resumes_at_once() {
         "{stderr}"
     );
     let stopped = json(&interrupted);
-    let kept = stopped["files"][0]["error"].as_str().expect("the file's error");
-    assert!(kept.starts_with("interrupted; the receiver keeps "), "{kept}");
+    let kept = stopped["files"][0]["error"]
+        .as_str()
+        .expect("the file's error");
+    assert!(
+        kept.starts_with("interrupted; the receiver keeps "),
+        "{kept}"
+    );
     assert!(!out.join("disk.img").exists());
 
     let rerun = send(&[&file], &target, &[]);
     assert!(rerun.status.success(), "{rerun:?}");
     let summary = json(&rerun);
-    let resumed = summary["files"][0]["resumed_from"].as_u64().expect("resumed_from");
+    let resumed = summary["files"][0]["resumed_from"]
+        .as_u64()
+        .expect("resumed_from");
     assert!(resumed >= 10_000_000, "resumed from {resumed}");
     let stderr = String::from_utf8_lossy(&rerun.stderr);
     assert!(stderr.contains("disk.img: resuming at "), "{stderr}");
@@ -375,11 +385,170 @@ fn an_interrupted_send_says_how_far_it_got_and_a_rerun_resumes_at_once() {
         .map(|line| serde_json::from_str(line).expect("one JSON object per connection"))
         .collect();
     assert_eq!(reports.len(), 2, "{stdout}");
-    let first = reports[0]["error"].as_str().expect("the first connection's error");
-    assert!(first.contains("the sender stopped (interrupted)"), "{first}");
+    let first = reports[0]["error"]
+        .as_str()
+        .expect("the first connection's error");
+    assert!(
+        first.contains("the sender stopped (interrupted)"),
+        "{first}"
+    );
     // The stop ended the lanes cleanly: nothing timed out.
     assert_eq!(reports[0]["complete"], true, "{stdout}");
     assert_eq!(reports[1]["error"], Value::Null, "{stdout}");
+}
+
+/// Mode and modification time arrive with a file by default, as `rsync
+/// -a` and `scp -p` keep them; `--no-preserve` leaves them behind.
+#[cfg(unix)]
+#[test]
+fn mode_and_modification_time_are_kept_unless_the_sender_says_not_to() {
+    use std::os::unix::fs::PermissionsExt;
+
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let file = tmp.path().join("run.sh");
+    std::fs::write(&file, b"#!/bin/sh\necho hello\n").expect("write");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o750)).expect("chmod");
+    let when = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .and_then(|f| f.set_modified(when))
+        .expect("set the modification time");
+    for (extra, kept) in [(&[][..], true), (&["--no-preserve"][..], false)] {
+        let out = tmp.path().join(format!("out-{kept}"));
+        let (receiver, addr) = start_receiver(&out, &[]);
+        let sent = send(&[&file], &addr, extra);
+        assert!(sent.status.success(), "{sent:?}");
+        assert!(finish(receiver, Duration::from_secs(60)).status.success());
+        let meta = std::fs::metadata(out.join("run.sh")).expect("the copy");
+        assert_eq!(
+            meta.permissions().mode() & 0o777 == 0o750,
+            kept,
+            "{extra:?}"
+        );
+        assert_eq!(meta.modified().expect("mtime") == when, kept, "{extra:?}");
+    }
+}
+
+/// A link inside a directory is skipped with a notice that names
+/// `--links`; with `--links` it arrives as a link to the same target.
+#[cfg(unix)]
+#[test]
+fn links_are_skipped_with_a_notice_unless_sent_as_links() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let tree = tmp.path().join("site");
+    std::fs::create_dir(&tree).expect("mkdir");
+    std::fs::write(tree.join("index.html"), b"<p>hello</p>").expect("write");
+    std::os::unix::fs::symlink("index.html", tree.join("home.html")).expect("symlink");
+    for (extra, as_link) in [(&["-r"][..], false), (&["-r", "--links"][..], true)] {
+        let out = tmp.path().join(format!("out-{as_link}"));
+        let (receiver, addr) = start_receiver(&out, &[]);
+        let sent = send(&[&tree], &addr, extra);
+        assert!(sent.status.success(), "{sent:?}");
+        assert!(finish(receiver, Duration::from_secs(60)).status.success());
+        let stderr = String::from_utf8_lossy(&sent.stderr);
+        assert_eq!(
+            stderr.contains("home.html: a symbolic link (not followed; --links sends links)"),
+            !as_link,
+            "{stderr}"
+        );
+        let link = out.join("site/home.html");
+        match std::fs::read_link(&link) {
+            Ok(target) => {
+                assert!(as_link);
+                assert_eq!(target, Path::new("index.html"));
+            }
+            Err(_) => assert!(!as_link && !link.exists()),
+        }
+        assert!(out.join("site/index.html").exists());
+    }
+}
+
+/// `tar c dir | ltx send - HOST:PORT --name dir.tar` into `ltx recv
+/// --stdout`: one stream, its bytes on the receiver's standard output, its
+/// integrity checked before the receiver exits 0, and nothing else on
+/// that output.
+#[test]
+fn standard_input_to_standard_output() {
+    use std::io::Write;
+
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let key_file = tmp.path().join("recv.key");
+    let key = keygen(&key_file);
+    let mut receiver = ltx()
+        .args(["recv", "--listen", "127.0.0.1:0", "--stdout", "--key"])
+        .arg(&key_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting ltx recv");
+    let mut stderr = BufReader::new(receiver.stderr.take().expect("piped"));
+    let mut line = String::new();
+    stderr
+        .read_line(&mut line)
+        .expect("the receiver's first line");
+    let addr = line
+        .split(" on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    let notes = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).map(|_| rest)
+    });
+    let output = std::thread::spawn({
+        let mut stdout = receiver.stdout.take().expect("piped");
+        move || {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut stdout, &mut bytes).map(|_| bytes)
+        }
+    });
+
+    let data = random_bytes(3_000_000, 8);
+    let missing_name = ltx()
+        .args(["send", "-", &addr, "--peer", &key])
+        .output()
+        .expect("running ltx send");
+    assert_eq!(missing_name.status.code(), Some(2), "{missing_name:?}");
+    assert!(String::from_utf8_lossy(&missing_name.stderr).contains("--name NAME"));
+
+    let mut sender = ltx()
+        .args([
+            "send", "-", &addr, "--name", "dir.tar", "--peer", &key, "--json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting ltx send");
+    let mut stdin = sender.stdin.take().expect("piped");
+    let feed = {
+        let data = data.clone();
+        std::thread::spawn(move || stdin.write_all(&data))
+    };
+    let sent = finish(sender, Duration::from_secs(60));
+    feed.join()
+        .expect("the feeding thread")
+        .expect("writing the sender's input");
+    assert!(sent.status.success(), "{sent:?}");
+    assert_eq!(json(&sent)["files"][0]["size"], 3_000_000);
+    let received = finish(receiver, Duration::from_secs(60));
+    assert!(received.status.success(), "{received:?}");
+    let copy = output
+        .join()
+        .expect("the reading thread")
+        .expect("the receiver's output");
+    assert!(
+        copy == data,
+        "standard output differs from what was sent ({} bytes)",
+        copy.len()
+    );
+    let notes = notes
+        .join()
+        .expect("the reading thread")
+        .expect("the receiver's notes");
+    assert!(notes.contains("received 1 file(s), 3.0 MB"), "{notes}");
 }
 
 #[test]
