@@ -227,10 +227,12 @@ async fn send_all(
         return Err(error);
     }
     summary.report(args.json, &stats, !display.is_hidden());
-    // Every answer is in: the close only tells the receiver, which knows
-    // the transfer is over from the lanes; a close that takes longer than
-    // a few round trips is not waited for.
-    let close_wait = stats.rtt * 3 + Duration::from_millis(500);
+    // Every answer is in. The end of the lanes' streams, which the close
+    // waits to see delivered (a round trip), tells the receiver that this
+    // side heard them; the close's own wait after that (to answer a peer
+    // that missed it) is not needed, as the receiver knows the transfer is
+    // over from the lanes.
+    let close_wait = stats.rtt * 2 + Duration::from_millis(100);
     let _ = tokio::time::timeout(close_wait, connection.close()).await;
     match summary.first_error() {
         Some(error) => Err(error),
