@@ -227,16 +227,33 @@ async fn send_all(
         return Err(error);
     }
     summary.report(args.json, &stats, !display.is_hidden());
-    // Every answer is in. The end of the lanes' streams, which the close
-    // waits to see delivered (a round trip), tells the receiver that this
-    // side heard them; the close's own wait after that (to answer a peer
-    // that missed it) is not needed, as the receiver knows the transfer is
-    // over from the lanes.
+    // Every answer is in. The end of the lanes' streams tells the receiver
+    // that this side heard them; once it is delivered (nothing is in flight
+    // any more) the close goes out at once, and its wait after that (to
+    // answer a peer that missed it) is not needed: the receiver knows the
+    // transfer is over from the lanes.
     let close_wait = stats.rtt * 2 + Duration::from_millis(100);
-    let _ = tokio::time::timeout(close_wait, connection.close()).await;
+    tokio::select! {
+        _ = connection.close() => {}
+        () = delivered(&connection) => {}
+        () = tokio::time::sleep(close_wait) => {}
+    }
     match summary.first_error() {
         Some(error) => Err(error),
         None => Ok(()),
+    }
+}
+
+/// Resolves once nothing this side sent is in flight, and the close that
+/// follows has had a moment to leave.
+async fn delivered(connection: &Connection) {
+    const LOOK_EVERY: Duration = Duration::from_millis(5);
+    loop {
+        tokio::time::sleep(LOOK_EVERY).await;
+        if connection.stats().bytes_in_flight == 0 {
+            tokio::time::sleep(LOOK_EVERY).await;
+            return;
+        }
     }
 }
 
