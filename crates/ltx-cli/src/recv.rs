@@ -213,7 +213,7 @@ async fn receive_connection(
                     let lines = lines.clone();
                     let sender = sender.clone();
                     lanes.spawn(async move {
-                        let events = |event: ltx_files::Event<'_>| lines.on_event(event);
+                        let events = |event: ltx_files::Event<'_>| lines.on_event(Instant::now(), event);
                         let lane =
                             ltx_files::receive_lane(&mut recv, &mut send, &inbox, &sender, &events).await;
                         (lane, recv)

@@ -328,7 +328,7 @@ async fn send_files(
         let lines = lines.clone();
         let stop = stop.clone();
         tasks.spawn(async move {
-            let events = |event: ltx_files::Event<'_>| lines.on_event(event);
+            let events = |event: ltx_files::Event<'_>| lines.on_event(Instant::now(), event);
             let done = ltx_files::send_lane(
                 &mut recv, &mut send, lane, &sources, &options, &stop, &events,
             )

@@ -104,7 +104,7 @@ pub struct Text(String);
 
 impl Text {
     /// A text, cut at a character boundary if it is too long to send.
-    pub(crate) fn new(text: impl Into<String>) -> Self {
+    pub fn new(text: impl Into<String>) -> Self {
         let mut text = text.into();
         if text.len() > MAX_TEXT_LEN {
             let mut end = MAX_TEXT_LEN;
