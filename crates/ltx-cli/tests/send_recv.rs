@@ -551,6 +551,71 @@ fn standard_input_to_standard_output() {
     assert!(notes.contains("received 1 file(s), 3.0 MB"), "{notes}");
 }
 
+/// A sender killed mid-transfer leaves its connection holding the file
+/// until the receiver's time-out. Another sender is refused at once and
+/// told how long to wait; the same sender (its key) running again takes
+/// the file over from the silent connection and resumes it.
+#[test]
+fn a_rerun_with_the_same_key_takes_over_from_a_killed_sender() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let out = tmp.path().join("out");
+    let file = tmp.path().join("disk.img");
+    let data = random_bytes(200_000_000, 7);
+    std::fs::write(&file, &data).expect("write");
+    let send_key = tmp.path().join("send.key");
+    keygen(&send_key);
+    let key = send_key.to_string_lossy().into_owned();
+    let (receiver, target) = launch_receiver(&out, &[]);
+
+    let mut first = ltx()
+        .arg("send")
+        .arg(&file)
+        .arg(&target.addr)
+        .args(["--peer", &target.key, "--key", &key])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting ltx send");
+    // More than the windows (32 MB a stream) that the rerun's data may
+    // fill while the receiver waits for the first connection's silence.
+    wait_for_part(&out, 60_000_000);
+    first.kill().expect("killing the sender");
+    let _ = first.wait();
+
+    let other = send(&[&file], &target, &[]);
+    assert_eq!(other.status.code(), Some(4), "{other:?}");
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        stderr.contains("another sender's transfer of disk.img is in progress on the receiver")
+            && stderr.contains("run again"),
+        "{stderr}"
+    );
+
+    let rerun = send(&[&file], &target, &["--key", &key]);
+    assert!(rerun.status.success(), "{rerun:?}");
+    let resumed = json(&rerun)["files"][0]["resumed_from"]
+        .as_u64()
+        .expect("resumed_from");
+    assert!(resumed >= 60_000_000, "resumed from {resumed}");
+    assert!(std::fs::read(out.join("disk.img")).expect("read") == data);
+
+    let mut receiver = receiver;
+    receiver.kill().expect("stopping the receiver");
+    let served = receiver.wait_with_output().expect("the receiver's output");
+    let stdout = String::from_utf8_lossy(&served.stdout);
+    let last: Value = stdout
+        .lines()
+        .last()
+        .and_then(|line| serde_json::from_str(line).ok())
+        .unwrap_or_else(|| panic!("no summary of the rerun: {stdout}"));
+    assert_eq!(last["error"], Value::Null, "{stdout}");
+    assert_eq!(
+        last["files"][0]["resumed_from"].as_u64(),
+        Some(resumed),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn keygen_writes_a_private_file_once_and_shows_its_public_key() {
     let tmp = tempfile::tempdir().expect("a temporary directory");
