@@ -205,7 +205,11 @@ async fn receive_connection(
     let mut completion = Completion::default();
     let mut reports: Vec<(Option<Lane>, ReceiveLane)> = Vec::new();
     let mut closed = None;
-    while !completion.is_complete() && !(closed.is_some() && lanes.is_empty()) {
+    loop {
+        let over = closed.is_some() && lanes.is_empty();
+        if completion.is_complete() || over {
+            break;
+        }
         tokio::select! {
             accepted = connection.accept_stream(), if closed.is_none() => match accepted {
                 Ok((mut send, mut recv)) => {
