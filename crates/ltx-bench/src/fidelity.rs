@@ -67,7 +67,7 @@ pub(crate) fn run(args: &FidelityArgs) -> anyhow::Result<()> {
         let Some(sim_s) = sim.completion_s.filter(|_| sim.verified) else {
             bail!("seed {seed}: the simulated transfer did not complete intact");
         };
-        let live = realtime::run(&scenario, Arc::new(Silent)).context("the real-time run")?;
+        let live = realtime::run(&scenario, Arc::new(Silent), None).context("the real-time run")?;
         if !live.verified {
             bail!("seed {seed}: the real-time transfer delivered wrong bytes");
         }

@@ -1,6 +1,7 @@
 //! `ltx demo`: a transfer over an emulated GEO satellite path with
 //! interference, in one process, with no root and no configuration.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -8,6 +9,7 @@ use anyhow::bail;
 use clap::Args;
 use ltx::ConnectionStats;
 use ltx_cli::live::{describe, human_bytes, round, Display, FileLine, Side};
+use ltx_cli::qlog::prepare_dir;
 use ltx_cli::realtime::{self, Progress, RealtimeResult};
 use ltx_presets::Profile;
 use ltx_sim::scenario::Scenario;
@@ -47,6 +49,10 @@ pub(crate) struct DemoArgs {
     /// Print one JSON object instead of the progress bar and summary.
     #[arg(long)]
     json: bool,
+    /// Write each end's trace into this directory as a qlog file
+    /// (`.sqlog`), which qvis opens; the directory is made if needed.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
 }
 
 /// A preset of `--compare`, or `none`.
@@ -171,7 +177,10 @@ pub(crate) fn run(args: &DemoArgs) -> anyhow::Result<()> {
         line: Mutex::new(Some(display.file(Some("payload"), scenario.size))),
         total: scenario.size,
     });
-    let result = realtime::run(&scenario, bar.clone());
+    let result = match args.qlog.as_deref().map(prepare_dir).transpose()? {
+        Some(dir) => realtime::run(&scenario, bar.clone(), Some(&dir)),
+        None => realtime::run(&scenario, bar.clone(), None),
+    };
     let line = bar.line.lock().unwrap_or_else(|e| e.into_inner()).take();
     let result = result?;
     if let Some(line) = line {

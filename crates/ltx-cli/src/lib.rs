@@ -18,9 +18,12 @@
 
 pub mod exit;
 pub mod live;
+pub mod metrics;
+pub mod qlog;
 pub mod realtime;
 pub mod repair_args;
 pub mod settings;
+pub mod stats_lines;
 
 /// Lets a closed stdout end the process as it ends any Unix filter
 /// (`ltx sim soak --json | head`), instead of a panic in the first print

@@ -3,6 +3,7 @@
 //! `ltx demo` shows it; `ltx-bench fidelity` compares it with the
 //! simulator's run of the same scenario.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -91,10 +92,15 @@ fn payload(size: u64, seed: u64) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Runs `scenario`'s single transfer through the shim on loopback, with
-/// the endpoints on a tokio runtime of its own. Refuses what the real-time
-/// path does not model (several flows; faults beyond random loss are
-/// modelled by the shim's links, as in the simulator).
-pub fn run(scenario: &Scenario, progress: Arc<dyn Progress>) -> anyhow::Result<RealtimeResult> {
+/// the endpoints on a tokio runtime of its own, writing each end's qlog
+/// file into `qlog_dir` when given. Refuses what the real-time path does
+/// not model (several flows; faults beyond random loss are modelled by the
+/// shim's links, as in the simulator).
+pub fn run(
+    scenario: &Scenario,
+    progress: Arc<dyn Progress>,
+    qlog_dir: Option<&Path>,
+) -> anyhow::Result<RealtimeResult> {
     if scenario.flows != 1 {
         bail!("a real-time run carries one flow");
     }
@@ -103,20 +109,23 @@ pub fn run(scenario: &Scenario, progress: Arc<dyn Progress>) -> anyhow::Result<R
         .enable_all()
         .build()
         .context("starting the tokio runtime")?;
-    runtime.block_on(transfer(scenario, progress))
+    runtime.block_on(transfer(scenario, progress, qlog_dir))
 }
 
 async fn transfer(
     scenario: &Scenario,
     progress: Arc<dyn Progress>,
+    qlog_dir: Option<&Path>,
 ) -> anyhow::Result<RealtimeResult> {
     let data = payload(scenario.size, scenario.seed)?;
     let expected = blake3::hash(&data);
     let loopback = "127.0.0.1:0".parse().expect("a valid address");
     let mut server_config = EndpointConfig::server();
     server_config.transport = scenario.transport.clone();
+    server_config.qlog_dir = qlog_dir.map(Path::to_owned);
     let mut client_config = EndpointConfig::client();
     client_config.transport = scenario.transport.clone();
+    client_config.qlog_dir = qlog_dir.map(Path::to_owned);
     let server = Endpoint::bind(loopback, server_config).context("binding the receiver")?;
     let client = Endpoint::bind(loopback, client_config).context("binding the sender")?;
     let (forward, reverse) = scenario.links();

@@ -7,9 +7,11 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use ltx_cli::live::round;
+use ltx_cli::qlog::{prepare_dir, write_simulated};
 use ltx_cli::repair_args::RepairArgs;
 use ltx_cli::settings::transport_for;
 use ltx_presets::Profile;
+use ltx_qlog::Vantage;
 use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
@@ -74,9 +76,11 @@ pub(crate) struct RunArgs {
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
-    /// Write the sender's trace events to this file as JSON lines.
-    #[arg(long)]
-    trace: Option<PathBuf>,
+    /// Write the first flow's trace, at the sender and at the receiver,
+    /// into this directory as qlog files (`sender.sqlog`,
+    /// `receiver.sqlog`; simulated time), which qvis opens.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
 }
 
 /// `ltx sim matrix`.
@@ -142,7 +146,7 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         flows: args.flows,
         queue: args.queue,
         ecn: args.ecn,
-        trace: args.trace.is_some(),
+        trace: args.qlog.is_some(),
         transport: transport_for(args.profile, &args.repair, None)?,
         per_flow: args
             .mix
@@ -155,8 +159,8 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let result = scenario.run().context("building the scenario")?;
     let cpu_s = started.elapsed().as_secs_f64();
-    if let Some(path) = &args.trace {
-        write_trace(path, &result).with_context(|| format!("writing {}", path.display()))?;
+    if let Some(dir) = &args.qlog {
+        write_qlog(dir, &result)?;
     }
     if args.json {
         let mut object = result_json(&scenario, &result, &profiles);
@@ -194,24 +198,13 @@ fn flow_profiles(args: &RunArgs) -> Vec<Profile> {
         .collect()
 }
 
-fn write_trace(path: &Path, result: &ScenarioResult) -> anyhow::Result<()> {
-    write_trace_events(path, result.trace.iter().map(|(at, event)| (*at, event)))
-}
-
-/// Writes trace events, with their times in seconds, as JSON lines.
-pub(crate) fn write_trace_events<'a>(
-    path: &Path,
-    events: impl Iterator<Item = (f64, &'a ltx_proto::TraceEvent)>,
-) -> anyhow::Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for (at, event) in events {
-        writeln!(
-            out,
-            "{}",
-            json!({"time_s": round(at, 6), "event": format!("{event:?}")})
-        )?;
-    }
-    out.flush()?;
+/// Writes the first flow's two traces as qlog files into `dir`.
+fn write_qlog(dir: &Path, result: &ScenarioResult) -> anyhow::Result<()> {
+    let dir = prepare_dir(dir)?;
+    let sender = result.trace.iter().map(|(at, event)| (*at, event));
+    write_simulated(&dir, "sender", Vantage::Client, sender)?;
+    let receiver = result.receiver_trace.iter().map(|(at, event)| (*at, event));
+    write_simulated(&dir, "receiver", Vantage::Server, receiver)?;
     Ok(())
 }
 

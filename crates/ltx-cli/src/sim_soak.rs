@@ -2,7 +2,7 @@
 //! one must deliver exactly the bytes sent or end with a clear error.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -11,7 +11,8 @@ use ltx_cli::live::round;
 use ltx_sim::soak::{describe, run_many, SoakCase, SoakProtection, SoakReport, SoakSummary};
 use serde_json::{json, Value};
 
-use crate::sim::write_trace_events;
+use ltx_cli::qlog::{prepare_dir, write_simulated};
+use ltx_qlog::Vantage;
 
 /// How often a long soak reports progress on stderr.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
@@ -35,10 +36,10 @@ pub(crate) struct SoakArgs {
     /// Threads to run on (default: one per core).
     #[arg(long)]
     jobs: Option<usize>,
-    /// With a single run, write the sender's trace events to this file as
-    /// JSON lines.
-    #[arg(long)]
-    trace: Option<PathBuf>,
+    /// With a single run, write the sender's trace into this directory as
+    /// the qlog file `seed-N.sqlog` (simulated time), which qvis opens.
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
     /// How the runs protect their packets: AEAD after a Noise handshake,
     /// so that corrupted packets fail authentication, or the plain checksum.
     #[arg(long, value_enum, default_value_t = ProtectionChoice::Aead)]
@@ -75,8 +76,8 @@ pub(crate) fn run(args: &SoakArgs) -> anyhow::Result<()> {
     if runs == 1 {
         return run_one(first, args);
     }
-    if args.trace.is_some() {
-        bail!("--trace records one run: give --runs 1 or --replay SEED");
+    if args.qlog.is_some() {
+        bail!("--qlog records one run: give --runs 1 or --replay SEED");
     }
     let threads = match args.jobs {
         Some(0) => bail!("--jobs must be at least 1"),
@@ -150,10 +151,12 @@ fn run_one(seed: u64, args: &SoakArgs) -> anyhow::Result<()> {
         println!("{case}");
     }
     let started = std::time::Instant::now();
-    let report = case.run_traced(args.trace.is_some());
+    let report = case.run_traced(args.qlog.is_some());
     let wall_s = started.elapsed().as_secs_f64();
-    if let Some(path) = &args.trace {
-        write_trace(path, &report).with_context(|| format!("writing {}", path.display()))?;
+    if let Some(dir) = &args.qlog {
+        let dir = prepare_dir(dir)?;
+        let events = report.trace.iter().map(|(at, e)| (at.as_secs_f64(), e));
+        write_simulated(&dir, &format!("seed-{seed}"), Vantage::Client, events)?;
     }
     if args.json {
         let mut summary = SoakSummary::default();
@@ -202,16 +205,6 @@ fn close_text(close: &Option<ltx_proto::CloseReason>) -> String {
     close
         .as_ref()
         .map_or_else(|| "still open".to_owned(), describe)
-}
-
-fn write_trace(path: &Path, report: &SoakReport) -> anyhow::Result<()> {
-    write_trace_events(
-        path,
-        report
-            .trace
-            .iter()
-            .map(|(at, event)| (at.as_secs_f64(), event)),
-    )
 }
 
 /// One run as JSON: only what the seed determines, so that a replay prints

@@ -1,7 +1,8 @@
 //! What a connection tells its driver through `poll_event`.
 
+use crate::recovery::RepairReason;
 use crate::wire::{PacketNumber, StreamId};
-use ltx_coding::SymbolId;
+use ltx_coding::{SymbolId, Window};
 
 /// Something the application or driver should know.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,8 +104,13 @@ pub enum PacketKind {
     Handshake,
     /// A source symbol.
     Source(SymbolId),
-    /// A repair symbol.
-    Repair,
+    /// A repair symbol over `window`, sent for `reason`.
+    Repair {
+        /// Why it was sent.
+        reason: RepairReason,
+        /// The source symbols it combines.
+        window: Window,
+    },
     /// Acknowledgements only.
     Ack,
     /// A ping (probe or keep-alive).
@@ -113,7 +119,7 @@ pub enum PacketKind {
     Close,
 }
 
-/// A qlog-style trace event.
+/// A trace event: what `ltx-qlog` writes as qlog.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TraceEvent {
     /// A packet left.
@@ -163,6 +169,10 @@ pub struct Metrics {
     pub srtt: f64,
     /// Minimum RTT, seconds.
     pub min_rtt: f64,
+    /// The latest RTT sample, seconds.
+    pub latest_rtt: f64,
+    /// The pacing rate, bytes per second.
+    pub pacing_rate: u64,
     /// Estimated random loss rate.
     pub loss_rate: f64,
     /// Estimated mean loss burst, packets.

@@ -175,6 +175,8 @@ pub struct ScenarioResult {
     /// The first sender's trace events with their times in seconds, when
     /// the scenario asked for them.
     pub trace: Vec<(f64, ltx_proto::TraceEvent)>,
+    /// The first receiver's trace events, likewise.
+    pub receiver_trace: Vec<(f64, ltx_proto::TraceEvent)>,
 }
 
 /// A scenario that cannot be built.
@@ -293,9 +295,10 @@ impl Scenario {
             let server = Connection::server(transport.clone(), epoch, seed ^ 0xa5a5)?;
             let payload_seed = seed ^ 0x0070_6179;
             let mut sender = TransferNode::sender(client, self.size, payload_seed);
-            let receiver = TransferNode::receiver(server, self.size, payload_seed);
-            if self.trace {
+            let mut receiver = TransferNode::receiver(server, self.size, payload_seed);
+            if self.trace && flow == 0 {
                 sender.record_trace();
+                receiver.record_trace();
             }
             let access = Access {
                 delay: Duration::ZERO,
@@ -447,15 +450,27 @@ impl Scenario {
             simulated_s: end.duration_since(epoch).as_secs_f64(),
             trace: ids
                 .first()
-                .map(|&(s, _)| {
-                    network
-                        .node(s)
-                        .trace()
-                        .iter()
-                        .map(|(at, e)| (at.duration_since(epoch).as_secs_f64(), e.clone()))
-                        .collect()
-                })
+                .map(|&(s, _)| traced(network, s, epoch))
+                .unwrap_or_default(),
+            receiver_trace: ids
+                .first()
+                .map(|&(_, r)| traced(network, r, epoch))
                 .unwrap_or_default(),
         }
     }
+}
+
+/// The trace events `node` recorded, with their times in seconds since
+/// `epoch`.
+fn traced(
+    network: &Network<TransferNode>,
+    node: NodeId,
+    epoch: Instant,
+) -> Vec<(f64, ltx_proto::TraceEvent)> {
+    network
+        .node(node)
+        .trace()
+        .iter()
+        .map(|(at, e)| (at.duration_since(epoch).as_secs_f64(), e.clone()))
+        .collect()
 }

@@ -440,7 +440,7 @@ fn a_first_flight_lost_whole_is_probed_a_round_trip_and_a_quarter_after_it() {
         })
     };
     let flight = sent(|k| matches!(k, PacketKind::Source(_))).expect("a first flight");
-    let probe = sent(|k| matches!(k, PacketKind::Repair)).expect("a probe");
+    let probe = sent(|k| matches!(k, PacketKind::Repair { .. })).expect("a probe");
     // Trace times are in seconds.
     let wait = probe - flight;
     let quarter_more = scenario.rtt.as_secs_f64() * 1.25;
@@ -464,7 +464,7 @@ fn the_first_probes_of_a_first_flight_lost_whole_replace_it_whole() {
         .filter_map(|(at, event)| match event {
             TraceEvent::PacketSent { kind, .. } => match kind {
                 PacketKind::Source(_) => Some((*at, true)),
-                PacketKind::Repair => Some((*at, false)),
+                PacketKind::Repair { .. } => Some((*at, false)),
                 _ => None,
             },
             _ => None,

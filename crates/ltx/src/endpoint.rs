@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
@@ -13,14 +14,19 @@ use ltx_proto::accept::packet::{InitialDatagram, RetryPacket};
 use ltx_proto::accept::{AcceptStats, Acceptor, Decision, ServerLoad};
 use ltx_proto::protection::{HandshakeError, PublicKey, SecurityConfig, StaticKeypair, KEY_LEN};
 use ltx_proto::wire::{ConnectionId, Header};
-use ltx_proto::{AcceptConfig, CloseReason, EcnCodepoint, Event, Side, StreamId, TransportConfig};
+use ltx_proto::{
+    AcceptConfig, CloseReason, ConnectionStats, EcnCodepoint, Event, Side, StreamId,
+    TransportConfig,
+};
 use rand::rngs::{OsRng, SmallRng};
 use rand::{Rng, SeedableRng, TryRngCore};
 use tokio::sync::Notify;
 
 use crate::connection::Connection;
 use crate::error::ConnectError;
+use crate::qlog::QlogFile;
 use crate::socket::{SendQueue, UdpIo};
+use crate::totals::EndpointTotals;
 
 /// How many seeds a new connection tries before giving up on a connection
 /// id that no other connection of the endpoint uses: ids have 32 bits, so
@@ -99,6 +105,10 @@ pub struct EndpointConfig {
     /// and its limits on half-open handshakes and connections per address
     /// (see [`AcceptConfig`] for the defaults and why).
     pub accept: AcceptConfig,
+    /// A directory to write each connection's trace to, as a qlog file
+    /// (`.sqlog`, JSON-SEQ) that qvis and other qlog tools open; `None`
+    /// writes none and costs nothing.
+    pub qlog_dir: Option<PathBuf>,
 }
 
 impl EndpointConfig {
@@ -112,6 +122,7 @@ impl EndpointConfig {
             max_pending_incoming: 64,
             max_connections: 1024,
             accept: AcceptConfig::default(),
+            qlog_dir: None,
         }
     }
 
@@ -134,7 +145,7 @@ impl Default for EndpointConfig {
 }
 
 /// What an endpoint holds and what it refused, for watching it under load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct EndpointStats {
     /// Connections it holds, in any state.
     pub connections: usize,
@@ -150,6 +161,10 @@ pub struct EndpointStats {
     /// What its acceptor decided about first packets: retries sent,
     /// cookies refused, limits reached.
     pub accept: AcceptStats,
+    /// Counts over every connection it has held, closed ones included.
+    pub totals: EndpointTotals,
+    /// The statistics of each connection it holds now.
+    pub open: Vec<ConnectionStats>,
 }
 
 /// Identifies a connection among the endpoint's.
@@ -197,6 +212,8 @@ pub(crate) struct Slot {
     pub(crate) handed_out: bool,
     /// The Initial route of a server connection, removed with it.
     initial_route: Option<(SocketAddr, ConnectionId)>,
+    /// Its qlog file, when the endpoint writes them.
+    qlog: Option<QlogFile>,
 }
 
 /// Everything behind the endpoint's lock.
@@ -222,6 +239,11 @@ pub(crate) struct State {
     /// The latest refusals, for [`Endpoint::refused_handshake`].
     refused: VecDeque<RefusedHandshake>,
     refused_wakers: Vec<Waker>,
+    /// The socket's address, for qlog files.
+    local_addr: SocketAddr,
+    /// Counts over the connections already removed, and the events of
+    /// all.
+    retired: EndpointTotals,
 }
 
 /// A client's handshake that this server refused: from where, and why
@@ -324,7 +346,16 @@ impl Endpoint {
     ///
     /// Fails if the socket cannot be bound or the transport settings are
     /// invalid; must be called inside a tokio runtime.
-    pub fn bind(addr: SocketAddr, config: EndpointConfig) -> io::Result<Endpoint> {
+    pub fn bind(addr: SocketAddr, mut config: EndpointConfig) -> io::Result<Endpoint> {
+        if let Some(dir) = &config.qlog_dir {
+            if !dir.is_dir() {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("the qlog directory {} does not exist", dir.display()),
+                ));
+            }
+            config.transport.set_trace(true);
+        }
         config
             .transport
             .validate()
@@ -352,6 +383,8 @@ impl Endpoint {
                 handshakes_refused: 0,
                 refused: VecDeque::new(),
                 refused_wakers: Vec::new(),
+                local_addr,
+                retired: EndpointTotals::default(),
             }),
             wake_driver: Notify::new(),
             local_addr,
@@ -409,6 +442,8 @@ impl Endpoint {
             unroutable: state.unroutable,
             handshakes_refused: state.handshakes_refused,
             accept: state.acceptor.stats(),
+            totals: state.totals(),
+            open: state.slots.values().map(|s| s.proto.stats()).collect(),
         }
     }
 
@@ -529,6 +564,16 @@ impl State {
     ) -> ConnectionKey {
         let key = ConnectionKey(self.next_key);
         self.next_key += 1;
+        match proto.side() {
+            Side::Client => self.retired.connections_opened += 1,
+            Side::Server => self.retired.connections_accepted += 1,
+        }
+        let qlog = self.config.qlog_dir.as_deref().and_then(|dir| {
+            let side = proto.side();
+            QlogFile::create(dir, key.0, side, self.local_addr, remote, Instant::now())
+                .map_err(|e| tracing::warn!("no qlog file in {}: {e}", dir.display()))
+                .ok()
+        });
         self.by_cid.insert(proto.local_cid(), key);
         if let Some(route) = initial_route {
             self.by_initial.insert(route, key);
@@ -543,6 +588,7 @@ impl State {
                 handles: 0,
                 handed_out: false,
                 initial_route,
+                qlog,
             },
         );
         key
@@ -550,12 +596,22 @@ impl State {
 
     fn remove(&mut self, key: ConnectionKey) {
         if let Some(slot) = self.slots.remove(&key) {
+            self.retired.add(&slot.proto.stats());
             self.by_cid.remove(&slot.proto.local_cid());
             if let Some(route) = slot.initial_route {
                 self.by_initial.remove(&route);
             }
             self.incoming.retain(|k| *k != key);
         }
+    }
+
+    /// The totals of the removed connections and of those held now.
+    fn totals(&self) -> EndpointTotals {
+        let mut totals = self.retired;
+        for slot in self.slots.values() {
+            totals.add(&slot.proto.stats());
+        }
+        totals
     }
 
     /// Server connections whose handshake is not complete, or whose
@@ -716,6 +772,7 @@ impl State {
             while let Some(event) = slot.proto.poll_event() {
                 match event {
                     Event::Connected => {
+                        self.retired.handshakes_completed += 1;
                         slot.phase = Phase::Established;
                         slot.wakers.established.drain(..).for_each(Waker::wake);
                         if slot.proto.side() == Side::Server {
@@ -739,6 +796,7 @@ impl State {
                         }
                     }
                     Event::Closed(reason) => {
+                        self.retired.closed.count(&reason);
                         if let CloseReason::HandshakeRefused(why) = &reason {
                             self.handshakes_refused += 1;
                             if self.refused.len() == REFUSALS_KEPT {
@@ -750,10 +808,25 @@ impl State {
                             });
                             self.refused_wakers.drain(..).for_each(Waker::wake);
                         }
+                        if let Some(qlog) = &mut slot.qlog {
+                            if let Err(e) = qlog.closed(now, &reason) {
+                                tracing::warn!("writing {}: {e}", qlog.path().display());
+                            }
+                        }
                         slot.phase = Phase::Closed(reason);
                         slot.wakers.wake_all();
                     }
-                    Event::Trace(_) => {}
+                    Event::Trace(event) => {
+                        if let Some(qlog) = &mut slot.qlog {
+                            if let Err(e) = qlog.event(now, &event) {
+                                tracing::warn!(
+                                    "writing {}: {e}; its trace stops",
+                                    qlog.path().display()
+                                );
+                                slot.qlog = None;
+                            }
+                        }
+                    }
                 }
             }
             let unheld = slot.handed_out && slot.handles == 0;

@@ -22,9 +22,11 @@ mod connection;
 mod endpoint;
 mod error;
 mod icmp;
+mod qlog;
 #[cfg(all(unix, feature = "shim"))]
 pub mod shim;
 mod socket;
+mod totals;
 
 pub use connection::{Connection, RecvStream, SendStream};
 pub use endpoint::{
@@ -39,3 +41,4 @@ pub use ltx_proto::protection::{
 pub use ltx_proto::{
     AcceptConfig, CloseReason, ConnectionStats, RetryPolicy, StreamId, TransportConfig,
 };
+pub use totals::{ClosedConnections, EndpointTotals};

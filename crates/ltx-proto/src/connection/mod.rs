@@ -843,6 +843,8 @@ impl Connection {
             bytes_in_flight: self.recovery.sent.bytes_in_flight,
             srtt: self.recovery.rtt.smoothed().as_secs_f64(),
             min_rtt: self.recovery.rtt.min().as_secs_f64(),
+            latest_rtt: self.recovery.rtt.latest().as_secs_f64(),
+            pacing_rate: self.recovery.pacing_rate(),
             loss_rate: estimate.rate,
             burst: estimate.burst,
             redundancy: self.repair.proactive_ratio(&estimate, &self.horizon()),

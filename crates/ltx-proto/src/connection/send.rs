@@ -355,7 +355,10 @@ impl Connection {
             buf,
             number,
             header_len,
-            PacketKind::Repair,
+            PacketKind::Repair {
+                reason,
+                window: plan.window,
+            },
             Some(if reason == RepairReason::Proactive {
                 Carried::Repair
             } else {

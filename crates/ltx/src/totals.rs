@@ -1,0 +1,109 @@
+//! Counts over every connection an endpoint has held, closed ones
+//! included, so that they never go back: what a metrics exporter needs.
+
+use ltx_proto::{CloseReason, ConnectionStats};
+
+/// What an endpoint's connections did, summed over all of them since the
+/// endpoint was bound (see [`EndpointStats::totals`](crate::EndpointStats)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EndpointTotals {
+    /// Connections this endpoint opened (as a client).
+    pub connections_opened: u64,
+    /// Connections it accepted a first packet for (as a server).
+    pub connections_accepted: u64,
+    /// Handshakes that completed.
+    pub handshakes_completed: u64,
+    /// Retries a client followed.
+    pub retries: u64,
+    /// How the connections that ended, ended.
+    pub closed: ClosedConnections,
+    /// UDP payload bytes sent.
+    pub bytes_sent: u64,
+    /// UDP payload bytes received.
+    pub bytes_received: u64,
+    /// Datagrams sent.
+    pub packets_sent: u64,
+    /// Datagrams received and accepted.
+    pub packets_received: u64,
+    /// Datagrams that failed authentication.
+    pub packets_unauthentic: u64,
+    /// Datagrams that authenticated but were replays.
+    pub packets_replayed: u64,
+    /// Packets declared lost.
+    pub packets_lost: u64,
+    /// Source symbols sent.
+    pub source_symbols_sent: u64,
+    /// Repair symbols sent ahead of loss.
+    pub repair_proactive: u64,
+    /// Repair symbols sent for a deficit the peer reported.
+    pub repair_reactive: u64,
+    /// Repair symbols sent for the tail of the data.
+    pub repair_tail: u64,
+    /// Repair symbols sent at a probe time-out.
+    pub repair_probe: u64,
+    /// The peer's source symbols decoded from repair symbols.
+    pub symbols_repaired: u64,
+    /// Stream bytes the application read.
+    pub stream_bytes_read: u64,
+    /// Key updates of the packet protection, both directions.
+    pub key_updates: u64,
+}
+
+/// Connections that ended, by how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ClosedConnections {
+    /// Closed gracefully by either end.
+    pub clean: u64,
+    /// Aborted by either end's application, with an error code.
+    pub aborted: u64,
+    /// Nothing heard for the idle time-out.
+    pub idle_timeout: u64,
+    /// The handshake got no answer.
+    pub handshake_timeout: u64,
+    /// The peer's address answered that nothing listens, or could not be
+    /// reached.
+    pub unreachable: u64,
+    /// The peer broke the protocol.
+    pub protocol_violation: u64,
+    /// A server refused the client's handshake.
+    pub handshake_refused: u64,
+}
+
+impl ClosedConnections {
+    /// Counts one connection that ended for `reason`.
+    pub(crate) fn count(&mut self, reason: &CloseReason) {
+        let counter = match reason {
+            CloseReason::LocallyClosed => &mut self.clean,
+            CloseReason::ByPeer { code: 0, .. } => &mut self.clean,
+            CloseReason::ByPeer { .. } | CloseReason::LocallyAborted { .. } => &mut self.aborted,
+            CloseReason::IdleTimeout => &mut self.idle_timeout,
+            CloseReason::HandshakeTimeout => &mut self.handshake_timeout,
+            CloseReason::Unreachable(_) => &mut self.unreachable,
+            CloseReason::ProtocolViolation(_) => &mut self.protocol_violation,
+            CloseReason::HandshakeRefused(_) => &mut self.handshake_refused,
+        };
+        *counter += 1;
+    }
+}
+
+impl EndpointTotals {
+    /// Adds the counters of one connection's `stats`.
+    pub(crate) fn add(&mut self, stats: &ConnectionStats) {
+        self.retries += stats.retries;
+        self.bytes_sent += stats.bytes_sent;
+        self.bytes_received += stats.bytes_received;
+        self.packets_sent += stats.packets_sent;
+        self.packets_received += stats.packets_received;
+        self.packets_unauthentic += stats.packets_unauthentic;
+        self.packets_replayed += stats.packets_replayed;
+        self.packets_lost += stats.packets_lost;
+        self.source_symbols_sent += stats.source_symbols_sent;
+        self.repair_proactive += stats.repair_proactive;
+        self.repair_reactive += stats.repair_reactive;
+        self.repair_tail += stats.repair_tail;
+        self.repair_probe += stats.repair_probe;
+        self.symbols_repaired += stats.symbols_repaired;
+        self.stream_bytes_read += stats.stream_bytes_read;
+        self.key_updates += stats.key_updates;
+    }
+}
