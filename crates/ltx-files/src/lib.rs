@@ -40,6 +40,11 @@
 //! name is always whole. The byte layout is in `docs/files.md` of the
 //! repository.
 //!
+//! A receiver knows a transfer is over once every lane has said goodbye,
+//! whether or not the connection's close ever arrives: [`Completion`]
+//! counts the lanes, and [`sender_finished`] says when the sender has
+//! heard the last answers.
+//!
 //! Neither side draws anything: both report each file's progress to a
 //! callback as [`Event`]s (the one-file functions: as [`Progress`]), for
 //! the caller to show as it likes.
