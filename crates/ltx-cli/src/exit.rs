@@ -27,6 +27,9 @@ pub enum Failure {
     LocalFile = 6,
     /// A file arrived but did not hash to what the sender announced.
     Integrity = 7,
+    /// The user interrupted the command (Ctrl-C): 128 + SIGINT, as a shell
+    /// reports it.
+    Interrupted = 130,
 }
 
 impl Failure {
@@ -106,6 +109,7 @@ impl fmt::Display for Failed {
             Failure::TimedOut => "timed out",
             Failure::LocalFile => "local file error",
             Failure::Integrity => "integrity check failed",
+            Failure::Interrupted => "interrupted",
         })
     }
 }
@@ -122,4 +126,5 @@ Exit codes:
   4  the peer refused the transfer or closed the connection (its reason is printed)
   5  the connection timed out (nothing heard from the peer)
   6  a local file could not be read or written
-  7  a file arrived corrupted (hash mismatch); nothing was stored under its name";
+  7  a file arrived corrupted (hash mismatch); nothing was stored under its name
+130  interrupted (Ctrl-C); running the same command again resumes";

@@ -9,6 +9,7 @@ mod addr;
 mod cp;
 mod demo;
 mod emu;
+mod file_lines;
 mod keys;
 mod plot;
 mod recv;

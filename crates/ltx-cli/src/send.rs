@@ -1,5 +1,7 @@
-//! `ltx send FILE... HOST:PORT`: files to a receiver, one stream each, in
-//! one connection.
+//! `ltx send FILE... HOST:PORT`: files to a receiver over a few lanes
+//! (streams) of one connection, each file's offer and data sent without
+//! waiting for an answer; `ltx send - HOST:PORT --name NAME` sends
+//! standard input.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -8,34 +10,53 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 use ltx::{Connection, ConnectionStats, Endpoint, EndpointConfig, Security};
 use ltx_cli::exit::{Failed, Failure};
-use ltx_cli::live;
+use ltx_cli::live::{self, units, Display, Side};
 use ltx_cli::repair_args::RepairArgs;
 use ltx_cli::settings::{flag_error, transport_for};
-use ltx_files::{Phase, PlannedFile, Sent};
+use ltx_files::{
+    FileOutcome, Lane, PlanOptions, SendLane, SendOptions, SendReport, Source, Sources, Stop,
+    TransferName,
+};
 use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::task::JoinSet;
 
+use crate::file_lines::{End, FileLines};
 use crate::keys::{SendKeys, NO_ANSWER_HINT};
 
-/// Files sent at once; more wait their turn (each file's exchange costs a
-/// round trip or two before its data flows, which concurrency hides).
-const CONCURRENT_FILES: usize = 4;
+/// Lanes a transfer opens at most: enough that a large file does not hold
+/// back the small ones behind it, few enough that each keeps a large
+/// share of the connection.
+const LANES: u8 = 4;
 
 /// The arguments of `ltx send`.
 #[derive(Debug, Args)]
 pub(crate) struct SendArgs {
-    /// The files to send, then the receiver's HOST:PORT.
+    /// The files to send (`-` for standard input, with --name), then the
+    /// receiver's HOST:PORT.
     #[arg(required = true, num_args = 2.., value_name = "FILE... HOST:PORT")]
     operands: Vec<String>,
     /// Send directories with everything in them (names keep their
     /// relative paths).
     #[arg(short = 'r', long)]
     recursive: bool,
+    /// Send symbolic links as links (the receiver creates those that stay
+    /// inside its directory). Without it, a link named on the command
+    /// line is followed and one inside a directory is skipped, with a
+    /// notice.
+    #[arg(long)]
+    links: bool,
+    /// Do not send the files' mode and modification time (by default the
+    /// receiver keeps them, as `rsync -a` and `scp -p` do).
+    #[arg(long)]
+    no_preserve: bool,
+    /// The name standard input (`-`) gets on the receiver, e.g. dir.tar.
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
     /// The path's rate if known (e.g. 50mbit): start-up sizes its first
     /// flight from it instead of measuring.
     #[arg(long, value_parser = parse_rate)]
@@ -57,6 +78,15 @@ pub(crate) struct SendArgs {
     repair: RepairArgs,
 }
 
+/// What one run sends: sources in order, and their total size when known.
+struct Outgoing {
+    sources: Vec<Source>,
+    /// The bytes of every file, unless one is a stream.
+    total: Option<u64>,
+    /// Whether it is standard input, which cannot resume.
+    stream: bool,
+}
+
 /// Runs `ltx send`.
 pub(crate) fn run(args: &SendArgs) -> anyhow::Result<()> {
     let (target, files) = args
@@ -64,23 +94,73 @@ pub(crate) fn run(args: &SendArgs) -> anyhow::Result<()> {
         .split_last()
         .expect("clap requires two operands");
     let (security, peer) = args.keys.sender()?;
-    let paths: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
-    let plan = ltx_files::plan_transfers(&paths, args.recursive)
-        .map_err(|e| anyhow::Error::new(e).context(Failed(Failure::LocalFile)))?;
-    if plan.files.is_empty() {
-        bail!("nothing to send: the directories given hold no regular files");
+    let outgoing = outgoing(args, files)?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    runtime.block_on(send_all(args, target, outgoing, security, peer))
+}
+
+/// What the operands stand for: standard input alone, or files and
+/// directories (each skipped entry told on stderr).
+fn outgoing(args: &SendArgs, files: &[String]) -> anyhow::Result<Outgoing> {
+    let usage = |message: String| anyhow!(message).context(Failed(Failure::Usage));
+    if files.iter().any(|f| f == "-") {
+        if files.len() > 1 {
+            return Err(usage(
+                "`-` (standard input) is sent alone: send the files in another run".to_owned(),
+            ));
+        }
+        let Some(name) = &args.name else {
+            return Err(usage(
+                "standard input needs a name on the receiver: add --name NAME (e.g. --name dir.tar)"
+                    .to_owned(),
+            ));
+        };
+        let name = TransferName::parse(name)
+            .map_err(|e| usage(format!("--name {name:?} cannot be a file's name: {e}")))?;
+        if args.recursive || args.links {
+            return Err(usage(
+                "-r and --links apply to files and directories, not to standard input".to_owned(),
+            ));
+        }
+        return Ok(Outgoing {
+            sources: vec![Source::Stream {
+                reader: Box::new(tokio::io::stdin()),
+                name,
+            }],
+            total: None,
+            stream: true,
+        });
     }
+    if args.name.is_some() {
+        return Err(usage(
+            "--name names standard input (`-`); files keep their own names".to_owned(),
+        ));
+    }
+    let paths: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
+    let options = PlanOptions {
+        recursive: args.recursive,
+        links: args.links,
+    };
+    let plan = ltx_files::plan_transfers_with(&paths, options)
+        .map_err(|e| anyhow::Error::new(e).context(Failed(Failure::LocalFile)))?;
     for (path, reason) in &plan.skipped {
         eprintln!("skipping {}: {reason}", path.display());
     }
-    let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
-    runtime.block_on(send_all(args, target, plan.files, security, peer))
+    if plan.files.is_empty() {
+        bail!("nothing to send: the directories given hold no regular files");
+    }
+    let total = plan.files.iter().map(|f| f.size).sum();
+    Ok(Outgoing {
+        sources: plan.files.into_iter().map(Source::from).collect(),
+        total: Some(total),
+        stream: false,
+    })
 }
 
 async fn send_all(
     args: &SendArgs,
     target: &str,
-    files: Vec<PlannedFile>,
+    outgoing: Outgoing,
     security: ltx::SecurityConfig,
     peer: ltx::PublicKey,
 ) -> anyhow::Result<()> {
@@ -98,28 +178,83 @@ async fn send_all(
         .set_idle_timeout(args.timeout)
         .map_err(|e| flag_error(&e, args.profile))?;
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
-    let bars = if args.json {
-        MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
-    } else {
-        MultiProgress::new()
-    };
+    let display = Display::new(args.json);
+    // Listened to from here to the end, so that no Ctrl-C falls between
+    // two waits for it.
+    let mut interrupts = signal(SignalKind::interrupt()).context("listening for Ctrl-C")?;
     let started = Instant::now();
-    let connection = connect(&endpoint, server, peer, &bars).await?;
-    let ticker = tokio::spawn(live::show_stats(connection.clone(), bars.clone()));
-    let outcome = send_files(&connection, files, &bars).await;
-    let elapsed = started.elapsed();
-    ticker.abort();
-    let stats = connection.stats();
-    let sent = match outcome {
-        Ok(sent) => sent,
-        Err(error) => {
-            connection.abort(ltx_proto::event::codes::APPLICATION, "the sender stopped");
-            return Err(error);
+    let connection = tokio::select! {
+        connected = connect(&endpoint, server, peer, &display) => connected?,
+        _ = interrupts.recv() => {
+            return Err(anyhow!("interrupted before anything was sent")
+                .context(Failed(Failure::Interrupted)));
         }
     };
-    connection.close().await.context("closing the connection")?;
-    report(args.json, server, &sent, &stats, elapsed);
-    Ok(())
+    let connecting = started.elapsed();
+    let options = SendOptions {
+        metadata: !args.no_preserve,
+    };
+    let lanes = send_files(
+        &connection,
+        outgoing.sources,
+        options,
+        &display,
+        &mut interrupts,
+    )
+    .await?;
+    let elapsed = started.elapsed();
+    let stats = connection.stats();
+    let summary = Summary {
+        server,
+        elapsed,
+        connecting,
+        total: outgoing.total,
+        stream: outgoing.stream,
+        files: lanes.files,
+    };
+    if lanes.interrupted {
+        connection.abort(
+            ltx_proto::event::codes::NO_ERROR,
+            "the sender was interrupted",
+        );
+        summary.report(args.json, &stats, !display.is_hidden());
+        display.note(&summary.interrupted_at());
+        return Err(Failed(Failure::Interrupted).into());
+    }
+    if let Err(error) = lanes.end {
+        connection.abort(ltx_proto::event::codes::APPLICATION, "the sender stopped");
+        summary.report(args.json, &stats, !display.is_hidden());
+        return Err(error);
+    }
+    summary.report(args.json, &stats, !display.is_hidden());
+    // Every answer is in. The end of the lanes' streams tells the receiver
+    // that this side heard them; once it is delivered (nothing is in flight
+    // any more) the close goes out at once, and its wait after that (to
+    // answer a peer that missed it) is not needed: the receiver knows the
+    // transfer is over from the lanes.
+    let close_wait = stats.rtt * 2 + Duration::from_millis(100);
+    tokio::select! {
+        _ = connection.close() => {}
+        () = delivered(&connection) => {}
+        () = tokio::time::sleep(close_wait) => {}
+    }
+    match summary.first_error() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// Resolves once nothing this side sent is in flight, and the close that
+/// follows has had a moment to leave.
+async fn delivered(connection: &Connection) {
+    const LOOK_EVERY: Duration = Duration::from_millis(5);
+    loop {
+        tokio::time::sleep(LOOK_EVERY).await;
+        if connection.stats().bytes_in_flight == 0 {
+            tokio::time::sleep(LOOK_EVERY).await;
+            return;
+        }
+    }
 }
 
 /// Connects to `server`, with a spinner while the handshake runs; a
@@ -129,11 +264,9 @@ async fn connect(
     endpoint: &Endpoint,
     server: SocketAddr,
     peer: ltx::PublicKey,
-    bars: &MultiProgress,
+    display: &Display,
 ) -> anyhow::Result<Connection> {
-    let connecting = bars.add(ProgressBar::new_spinner());
-    connecting.set_message(format!("connecting to {server}"));
-    connecting.enable_steady_tick(Duration::from_millis(120));
+    let connecting = display.spinner(format!("connecting to {server}"));
     let started = Instant::now();
     let connection = endpoint.connect(server, peer).await.map_err(|e| {
         let waited = started.elapsed().as_secs_f64();
@@ -155,132 +288,240 @@ async fn connect(
                 .context(Failed(Failure::Unreachable));
         }
         anyhow::Error::new(e).context(format!("connecting to {server} (waited {waited:.1} s)"))
-    })?;
+    });
     connecting.finish_and_clear();
-    Ok(connection)
+    connection
 }
 
-/// Sends every file, [`CONCURRENT_FILES`] at a time, a progress bar each.
-/// One file's failure ends the others: the user runs the command again,
-/// and each file resumes where it stopped.
+/// What the lanes did.
+struct LanesEnd {
+    /// Every file taken, in lane order.
+    files: Vec<SendReport>,
+    /// The first lane that broke, if one did.
+    end: anyhow::Result<()>,
+    /// Whether Ctrl-C stopped the transfer.
+    interrupted: bool,
+}
+
+/// Sends `sources` over up to [`LANES`] lanes until all are answered; a
+/// Ctrl-C stops every lane cleanly (the receiver keeps what it has), a
+/// second one ends the process at once.
 async fn send_files(
     connection: &Connection,
-    files: Vec<PlannedFile>,
-    bars: &MultiProgress,
-) -> anyhow::Result<Vec<Sent>> {
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(CONCURRENT_FILES));
+    sources: Vec<Source>,
+    options: SendOptions,
+    display: &Display,
+    interrupts: &mut Signal,
+) -> anyhow::Result<LanesEnd> {
+    let count = u8::try_from(sources.len())
+        .unwrap_or(u8::MAX)
+        .clamp(1, LANES);
+    let sources = Arc::new(Sources::new(sources));
+    let lines = Arc::new(FileLines::new(display.clone(), End::Sender));
+    let (stopper, stop) = Stop::new();
+    let _connection_line = display.connection(connection.clone(), Side::Sending);
     let mut tasks = JoinSet::new();
-    for file in files {
-        let bar = bars.add(live::file_bar(file.size, file.name.as_str()));
-        let connection = connection.clone();
-        let semaphore = semaphore.clone();
+    for index in 0..count {
+        let lane = Lane::new(index, count).expect("index below count");
+        let (mut send, mut recv) = connection.open_stream()?;
+        let sources = sources.clone();
+        let lines = lines.clone();
+        let stop = stop.clone();
         tasks.spawn(async move {
-            let _permit = semaphore.acquire_owned().await.expect("never closed");
-            let result = send_one(&connection, &file, &bar).await;
-            match &result {
-                Ok(_) => bar.finish(),
-                Err(e) => bar.abandon_with_message(format!("failed: {e:#}")),
-            }
-            result.with_context(|| format!("sending {}", file.local.display()))
+            let events = |event: ltx_files::Event<'_>| lines.on_event(Instant::now(), event);
+            let done = ltx_files::send_lane(
+                &mut recv, &mut send, lane, &sources, &options, &stop, &events,
+            )
+            .await;
+            (index, done)
         });
     }
-    let mut sent = Vec::new();
-    let mut first_error = None;
-    while let Some(joined) = tasks.join_next().await {
-        match joined.context("a transfer task")? {
-            Ok(s) => sent.push(s),
-            Err(e) => {
-                tasks.abort_all();
-                first_error.get_or_insert(e);
+    let mut lanes: Vec<(u8, SendLane)> = Vec::new();
+    let mut interrupted = false;
+    while lanes.len() < usize::from(count) {
+        tokio::select! {
+            joined = tasks.join_next() => {
+                let Some(joined) = joined else { break };
+                lanes.push(joined.context("a lane's task")?);
+            }
+            _ = interrupts.recv() => {
+                if interrupted {
+                    connection.abort(ltx_proto::event::codes::APPLICATION, "the sender was interrupted");
+                    return Err(anyhow!("interrupted").context(Failed(Failure::Interrupted)));
+                }
+                interrupted = true;
+                stopper.stop();
+                display.note("stopping: the receiver keeps what it has (Ctrl-C again to quit at once)");
             }
         }
     }
-    match first_error {
-        Some(error) => Err(error),
-        None => Ok(sent),
+    lanes.sort_by_key(|(index, _)| *index);
+    let mut files = Vec::new();
+    let mut end = Ok(());
+    for (_, lane) in lanes {
+        files.extend(lane.files);
+        if let (Err(error), Ok(())) = (lane.end, &end) {
+            end = Err(anyhow::Error::new(error).context("a lane of the transfer broke"));
+        }
     }
+    Ok(LanesEnd {
+        files,
+        end,
+        interrupted,
+    })
 }
 
-/// The summary of a finished run: one JSON object, or lines for people.
-fn report(
-    json: bool,
+/// The end of a run, for its summary and its exit status.
+struct Summary {
     server: SocketAddr,
-    sent: &[Sent],
-    stats: &ConnectionStats,
+    /// From the start to the last answer.
     elapsed: Duration,
-) {
-    let bytes: u64 = sent.iter().map(|s| s.bytes_sent).sum();
-    let seconds = elapsed.as_secs_f64();
-    if json {
-        let files: Vec<_> = sent
+    /// The part of it spent connecting.
+    connecting: Duration,
+    total: Option<u64>,
+    stream: bool,
+    files: Vec<SendReport>,
+}
+
+impl Summary {
+    /// The bytes that went over the connection.
+    fn bytes_sent(&self) -> u64 {
+        self.files.iter().map(|f| f.bytes_sent).sum()
+    }
+
+    /// The bytes the receiver holds now: the files it stored or had, and
+    /// the parts it keeps of stopped ones.
+    fn held(&self) -> u64 {
+        self.files
             .iter()
-            .map(|s| {
+            .map(|f| match &f.outcome {
+                FileOutcome::Done(sent) => sent.size,
+                FileOutcome::Stopped { kept, .. } => *kept,
+                FileOutcome::Failed(_) => 0,
+            })
+            .sum()
+    }
+
+    /// What to tell a user who pressed Ctrl-C.
+    fn interrupted_at(&self) -> String {
+        if self.stream {
+            return format!(
+                "interrupted at {}; standard input does not resume: run the command again from the start",
+                units::bytes(self.bytes_sent())
+            );
+        }
+        format!(
+            "interrupted at {} of {}; run the same command again to resume",
+            units::bytes(self.held()),
+            units::bytes(self.total.unwrap_or(0))
+        )
+    }
+
+    /// The first file that failed, as the run's error.
+    fn first_error(self) -> Option<anyhow::Error> {
+        self.files.into_iter().find_map(|f| match f.outcome {
+            FileOutcome::Failed(error) => {
+                Some(anyhow::Error::new(error).context(format!("sending {}", f.name)))
+            }
+            _ => None,
+        })
+    }
+
+    /// One JSON object on stdout, or lines for people. `drawn`: the
+    /// display already showed how each file ended.
+    fn report(&self, json: bool, stats: &ConnectionStats, drawn: bool) {
+        let bytes = self.bytes_sent();
+        let seconds = self.elapsed.as_secs_f64();
+        if json {
+            let files: Vec<_> = self.files.iter().map(file_json).collect();
+            println!(
+                "{}",
                 json!({
-                    "name": s.name.as_str(),
-                    "size": s.size,
-                    "bytes_sent": s.bytes_sent,
-                    "resumed_from": s.resumed_from,
-                    "already_present": s.already_present,
-                    "blake3": s.hash.to_hex().as_str(),
+                    "peer": self.server.to_string(),
+                    "time_s": live::round(seconds, 4),
+                    "connecting_s": live::round(self.connecting.as_secs_f64(), 4),
+                    "bytes": bytes,
+                    "goodput_bps": (bytes as f64 * 8.0 / seconds.max(1e-9)).round(),
+                    "overhead": live::round(stats.bytes_sent as f64 / bytes.max(1) as f64, 4),
+                    "loss_estimate": live::round(stats.loss_rate, 5),
+                    "rtt_ms": live::round(stats.rtt.as_secs_f64() * 1e3, 2),
+                    "repair_symbols_sent": stats.repair_symbols_sent,
+                    "source_symbols_sent": stats.source_symbols_sent,
+                    "files": files,
                 })
-            })
-            .collect();
+            );
+            return;
+        }
+        let done = self
+            .files
+            .iter()
+            .filter(|f| matches!(f.outcome, FileOutcome::Done(_)))
+            .count();
         println!(
-            "{}",
-            json!({
-                "peer": server.to_string(),
-                "time_s": live::round(seconds, 4),
-                "bytes": bytes,
-                "goodput_bps": (bytes as f64 * 8.0 / seconds).round(),
-                "overhead": live::round(stats.bytes_sent as f64 / bytes.max(1) as f64, 4),
-                "loss_estimate": live::round(stats.loss_rate, 5),
-                "rtt_ms": live::round(stats.rtt.as_secs_f64() * 1e3, 2),
-                "repair_symbols_sent": stats.repair_symbols_sent,
-                "source_symbols_sent": stats.source_symbols_sent,
-                "files": files,
-            })
-        );
-    } else {
-        println!(
-            "sent {} file(s), {} in {seconds:.2} s ({:.2} Mbit/s) to {server}; \
-             {:.3} bytes on the wire per byte, loss seen {:.1} %, {} repair symbols for {} source symbols",
-            sent.len(),
-            live::human_bytes(bytes),
-            bytes as f64 * 8.0 / seconds / 1e6,
+            "sent {done} file(s), {} in {seconds:.2} s ({}, {:.2} s of it connecting) to {}; \
+             {:.3} bytes on the wire per byte, loss seen {:.1} %, {} repair symbols for {} \
+             source symbols",
+            units::bytes(bytes),
+            units::bit_rate(bytes as f64 / seconds.max(1e-9)),
+            self.connecting.as_secs_f64(),
+            self.server,
             stats.bytes_sent as f64 / bytes.max(1) as f64,
             stats.loss_rate * 100.0,
             stats.repair_symbols_sent,
             stats.source_symbols_sent,
         );
-        for s in sent
-            .iter()
-            .filter(|s| s.resumed_from > 0 || s.already_present)
-        {
-            if s.already_present {
-                println!("  {}: already on the receiver, identical", s.name.as_str());
-            } else {
-                println!(
+        if drawn {
+            return;
+        }
+        for file in &self.files {
+            match &file.outcome {
+                FileOutcome::Done(sent) if sent.already_present => {
+                    println!("  {}: already on the receiver, identical", file.name)
+                }
+                FileOutcome::Done(sent) if sent.resumed_from > 0 => println!(
                     "  {}: resumed at {} of {}",
-                    s.name.as_str(),
-                    live::human_bytes(s.resumed_from),
-                    live::human_bytes(s.size)
-                );
+                    file.name,
+                    units::bytes(sent.resumed_from),
+                    units::bytes(sent.size)
+                ),
+                FileOutcome::Done(_) => {}
+                FileOutcome::Stopped { kept, .. } => println!(
+                    "  {}: interrupted; the receiver keeps {}",
+                    file.name,
+                    units::bytes(*kept)
+                ),
+                FileOutcome::Failed(error) => println!("  {}: {error}", file.name),
             }
         }
     }
 }
 
-async fn send_one(
-    connection: &Connection,
-    file: &PlannedFile,
-    bar: &ProgressBar,
-) -> anyhow::Result<Sent> {
-    let (mut send, mut recv) = connection.open_stream()?;
-    let sent = ltx_files::send_file(&mut recv, &mut send, &file.local, &file.name, |p| {
-        live::show_progress(bar, p.phase == Phase::Hashing, p.done, p.total)
+/// One file of the JSON summary.
+fn file_json(file: &SendReport) -> serde_json::Value {
+    let (resumed_from, already_present, blake3, error) = match &file.outcome {
+        FileOutcome::Done(sent) => (
+            sent.resumed_from,
+            sent.already_present,
+            Some(sent.hash.to_hex().to_string()),
+            None,
+        ),
+        FileOutcome::Stopped { kept, .. } => (
+            0,
+            false,
+            None,
+            Some(format!("interrupted; the receiver keeps {kept} bytes")),
+        ),
+        FileOutcome::Failed(error) => (0, false, None, Some(error.to_string())),
+    };
+    json!({
+        "name": file.name.as_str(),
+        "size": file.size,
+        "bytes_sent": file.bytes_sent,
+        "resumed_from": resumed_from,
+        "already_present": already_present,
+        "blake3": blake3,
+        "error": error,
     })
-    .await?;
-    Ok(sent)
 }
 
 /// The socket address of `HOST:PORT`, looked up if it is a name.

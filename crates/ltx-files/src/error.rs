@@ -9,16 +9,17 @@ use super::wire::{Hash, ProtocolError, RefuseReason, Text};
 /// Where in the exchange the stream was lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// Before the offer had been read or written.
+    /// Before the lane's preamble or a file's offer had been read or
+    /// written.
     Offer,
-    /// Waiting for the receiver's answer to the offer.
+    /// Waiting for the receiver's answer to an offer.
     Reply,
-    /// Waiting for the sender's START.
-    Start,
-    /// While the data was flowing.
+    /// While a file's data was flowing.
     Data,
-    /// Waiting for the receiver's final status.
+    /// Waiting for the receiver's last answer on a file.
     Outcome,
+    /// Waiting for the other side's goodbye at the end of the lane.
+    Goodbye,
 }
 
 impl fmt::Display for Stage {
@@ -26,9 +27,9 @@ impl fmt::Display for Stage {
         f.write_str(match self {
             Self::Offer => "before the offer",
             Self::Reply => "before answering the offer",
-            Self::Start => "before the data started",
             Self::Data => "during the data",
             Self::Outcome => "before the final status",
+            Self::Goodbye => "before the end of the transfer",
         })
     }
 }
@@ -36,7 +37,7 @@ impl fmt::Display for Stage {
 /// Why a file was not transferred.
 #[derive(Debug, thiserror::Error)]
 pub enum TransferError {
-    /// The receiver refused the offer (on the receiver: this side refused).
+    /// The receiver refused the file (on the receiver: this side refused).
     #[error("refused ({reason}): {message}")]
     Refused {
         /// The reason as a code.
@@ -44,7 +45,8 @@ pub enum TransferError {
         /// The reason in words.
         message: Text,
     },
-    /// The stream ended or failed before the exchange was over.
+    /// The stream ended or failed before the exchange was over, or the
+    /// other side gave the file up (the source says how).
     #[error("the peer closed the connection {stage}")]
     PeerClosed {
         /// Where the exchange was.
@@ -53,7 +55,8 @@ pub enum TransferError {
         #[source]
         source: io::Error,
     },
-    /// All the data arrived but does not hash to what the sender announced.
+    /// All the data arrived but does not hash to what the sender sent at
+    /// its end.
     #[error("hash mismatch: expected {expected}, the data received hashes to {actual}")]
     HashMismatch {
         /// The sender's hash.

@@ -1,33 +1,53 @@
 //! The file-transfer protocol of `ltx send` and `ltx recv`, as a library.
 //!
-//! One file travels over one ordered, reliable byte stream in each
-//! direction; nothing here knows what carries them, so the same code runs
-//! over an ltx stream, TCP, or an in-memory pipe. [`send_file`] runs the
-//! sending side of one file, [`receive_file`] the receiving side;
-//! [`plan_transfers`] lists the files a set of local paths stands for, each
-//! under the [`TransferName`] it gets on the receiver.
+//! A transfer runs over one or more *lanes*: ordered, reliable byte streams,
+//! one in each direction; nothing here knows what carries them, so the same
+//! code runs over ltx streams, TCP, or in-memory pipes. Each lane carries
+//! files one after another. [`send_lane`] runs the sending side of a lane,
+//! taking files from [`Sources`] shared by all lanes; [`receive_lane`] the
+//! receiving side, into an [`Inbox`] shared by all lanes and connections of
+//! a receiver. [`send_file`] and [`receive_file`] send one file over one
+//! stream. [`plan_transfers`] lists the files a set of local paths stands
+//! for, each under the [`TransferName`] it gets on the receiver.
 //!
 //! ```text
-//! sender                                     receiver
-//!   preamble + OFFER (name, size, BLAKE3) ->
-//!                                         <- ACCEPT (offset, BLAKE3 of the prefix it holds)
-//!                                            | PRESENT (identical file already there)
-//!                                            | REFUSE (reason, message)
-//!   START (offset or 0), then the data    ->
-//!                                         <- OUTCOME (stored | hash mismatch | failed)
+//! sender                                        receiver
+//!   preamble, OFFER (name, size, mode, mtime),
+//!   DATA, DATA, … at once                     ->
+//!                                             <- ACCEPT (nothing here)
+//!                                              | HAVE (length, BLAKE3 of what it has)
+//!                                              | REFUSE (reason, what to do)
+//!   [after HAVE: SEEK (skip what it has)
+//!    | DIFFERS (what it has is not this file)]
+//!   DATA, …, END (BLAKE3 of the whole file)   ->
+//!                                             <- OUTCOME (stored | present | mismatch | failed)
+//!   the next file's OFFER and data, at once …
+//!   BYE                                       ->
+//!                                             <- BYE
 //! ```
 //!
-//! The receiver answers an offer only after checking everything it can
-//! before data flows: the name (see [`TransferName`]), an existing file,
-//! free space. The sender resumes from the receiver's offset only if its
-//! own prefix hashes the same; otherwise it starts over. The receiver
-//! stores the file under its name only once all of it hashed right and is
-//! on disk, so a file under its final name is always whole. The byte
-//! layout of the frames is in `docs/files.md` of the repository.
+//! The sender does not wait for an answer before the data, nor for a file's
+//! outcome before the next file: a file costs no round trip of its own, and
+//! its BLAKE3 is computed as it is sent. The answer redirects or stops the
+//! data: after a refusal the sender cancels the file and the receiver drops
+//! what was on its way; after a HAVE the sender hashes as many bytes of its
+//! file, beside the data, and skips ahead if they match, while the receiver
+//! compares what arrives with what it has and writes nothing until the
+//! bytes differ. The receiver checks everything it can before it writes a
+//! byte: the name (see [`TransferName`]), an existing file, free space,
+//! another transfer of the same name. It stores a file under its name only
+//! once all of it hashed right and is on disk, so a file under its final
+//! name is always whole. The byte layout is in `docs/files.md` of the
+//! repository.
 //!
-//! Neither side draws anything: both report their progress to a callback,
-//! once per chunk of [`CHUNK_LEN`] bytes, for the caller to show as it
-//! likes.
+//! A receiver knows a transfer is over once every lane has said goodbye,
+//! whether or not the connection's close ever arrives: [`Completion`]
+//! counts the lanes, and [`sender_finished`] says when the sender has
+//! heard the last answers.
+//!
+//! Neither side draws anything: both report each file's progress to a
+//! callback as [`Event`]s (the one-file functions: as [`Progress`]), for
+//! the caller to show as it likes.
 //!
 //! # Example
 //!
@@ -84,13 +104,22 @@ mod wire;
 mod tests;
 
 pub use error::{Stage, TransferError};
-pub use name::{NameError, TransferName, MAX_COMPONENT_LEN, MAX_NAME_LEN, PART_SUFFIX};
-pub use plan::{plan_transfers, Plan, PlanError, PlannedFile, SkipReason};
-pub use progress::{Phase, Progress};
-pub use receiver::{receive_file, ReceiveOptions, Received};
-pub use sender::{send_file, Sent};
+pub use name::{LinkTarget, NameError, TransferName, MAX_COMPONENT_LEN, MAX_NAME_LEN, PART_SUFFIX};
+pub use plan::{
+    plan_transfers, plan_transfers_with, Plan, PlanError, PlanOptions, PlannedFile, PlannedKind,
+    SkipReason,
+};
+pub use progress::{Ending, Event, EventKind, FileOutcome, Phase, Progress};
+pub use receiver::{
+    receive_file, receive_lane, sender_finished, Completion, Inbox, Peer, ReceiveLane,
+    ReceiveOptions, ReceiveReport, Received,
+};
+pub use sender::{
+    send_file, send_lane, SendLane, SendOptions, SendReport, Sent, Source, Sources, Stop, Stopper,
+};
 pub use wire::{
-    Hash, ProtocolError, RefuseReason, Text, MAGIC, MAX_BODY_LEN, MAX_TEXT_LEN, VERSION,
+    Hash, Lane, Metadata, ProtocolError, RefuseReason, Text, MAGIC, MAX_BODY_LEN, MAX_DATA_LEN,
+    MAX_TEXT_LEN, VERSION,
 };
 
 /// The size of the reads and writes of file data, and of the hashing reads.

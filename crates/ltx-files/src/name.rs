@@ -142,6 +142,65 @@ impl fmt::Display for TransferName {
     }
 }
 
+/// Where a symbolic link points, as sent: 1 to [`MAX_NAME_LEN`] bytes of
+/// UTF-8 without NUL or other control characters. Any such target can be
+/// sent; the receiver creates only those that stay inside its directory
+/// (see [`stays_inside`](Self::stays_inside)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkTarget(String);
+
+impl LinkTarget {
+    /// Checks a target received from the network.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Result<Self, NameError> {
+        if bytes.len() > MAX_NAME_LEN {
+            return Err(NameError::TooLong { len: bytes.len() });
+        }
+        let target = std::str::from_utf8(bytes).map_err(|_| NameError::NotUtf8)?;
+        Self::parse(target)
+    }
+
+    /// Checks a target.
+    pub fn parse(target: &str) -> Result<Self, NameError> {
+        if target.is_empty() {
+            return Err(NameError::Empty);
+        }
+        if target.len() > MAX_NAME_LEN {
+            return Err(NameError::TooLong { len: target.len() });
+        }
+        if target.chars().any(char::is_control) {
+            return Err(NameError::Control);
+        }
+        Ok(Self(target.to_owned()))
+    }
+
+    /// The target as sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether a link at `name` under a directory, pointing here, leads to
+    /// somewhere inside that directory: the target is relative and its
+    /// `..` never climb above the directory (rsync's "safe links").
+    pub fn stays_inside(&self, name: &TransferName) -> bool {
+        if self.0.starts_with('/') {
+            return false;
+        }
+        // The link's own directory, as a depth below the top.
+        let mut depth = name.components().count() - 1;
+        for component in self.0.split('/') {
+            match component {
+                "" | "." => {}
+                ".." => match depth.checked_sub(1) {
+                    Some(up) => depth = up,
+                    None => return false,
+                },
+                _ => depth += 1,
+            }
+        }
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +305,27 @@ mod tests {
                 len: MAX_NAME_LEN + 1
             })
         );
+    }
+
+    /// A link's target stays inside when it never climbs above the top,
+    /// counted from the link's own directory; one `..` more leaves.
+    #[test]
+    fn link_targets_inside_and_outside() {
+        let at = |name: &str, target: &str| {
+            LinkTarget::parse(target)
+                .unwrap()
+                .stays_inside(&TransferName::parse(name).unwrap())
+        };
+        assert!(at("l", "f"));
+        assert!(at("l", "./d/../f"));
+        assert!(at("a/b/l", "../../f"));
+        assert!(!at("a/b/l", "../../../f"));
+        assert!(!at("l", "../f"));
+        assert!(!at("l", "d/../../f"));
+        assert!(!at("a/l", "/etc/passwd"));
+        assert_eq!(LinkTarget::parse(""), Err(NameError::Empty));
+        assert_eq!(LinkTarget::parse("a\0b"), Err(NameError::Control));
+        assert_eq!(LinkTarget::from_bytes(b"\xff"), Err(NameError::NotUtf8));
     }
 
     #[test]

@@ -8,14 +8,16 @@
 //!
 //! Symbolic links named on the command line are followed, as the user chose
 //! them. Inside a directory they are skipped, as are sockets, FIFOs and
-//! devices: following them could leave the tree or never end. Empty
-//! directories are not sent, as there is no file to carry them.
+//! devices: following them could leave the tree or never end. With
+//! [`PlanOptions::links`] every link, named or found, is sent as a link
+//! instead (as `rsync -l` does). Empty directories are not sent, as there
+//! is no file to carry them.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::name::{NameError, TransferName};
+use super::name::{LinkTarget, NameError, TransferName};
 
 /// One file to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +26,30 @@ pub struct PlannedFile {
     pub local: PathBuf,
     /// The name it gets on the receiver.
     pub name: TransferName,
-    /// Its length when it was listed, for an overall progress bar.
+    /// Its length when it was listed, for an overall progress bar (a
+    /// link's: 0).
     pub size: u64,
+    /// A regular file, or a link sent as a link.
+    pub kind: PlannedKind,
+}
+
+/// What a planned file is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlannedKind {
+    /// A regular file: its data is sent.
+    File,
+    /// A symbolic link, sent as a link to this target.
+    Link(LinkTarget),
+}
+
+/// What a plan takes in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlanOptions {
+    /// Send directories with everything in them.
+    pub recursive: bool,
+    /// Send symbolic links as links instead of following the ones named
+    /// and skipping the ones found.
+    pub links: bool,
 }
 
 /// What a walk over a directory left out, and why.
@@ -35,13 +59,17 @@ pub enum SkipReason {
     Symlink,
     /// A socket, FIFO or device.
     Special,
+    /// A symbolic link whose target cannot be sent (not UTF-8, or holding
+    /// control characters).
+    LinkTarget,
 }
 
 impl std::fmt::Display for SkipReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            SkipReason::Symlink => "a symbolic link (not followed)",
+            SkipReason::Symlink => "a symbolic link (not followed; --links sends links)",
             SkipReason::Special => "not a regular file",
+            SkipReason::LinkTarget => "a symbolic link whose target cannot be sent",
         })
     }
 }
@@ -108,31 +136,53 @@ pub enum PlanError {
     },
 }
 
-/// Lists the files `paths` stand for, each with its transfer name.
+/// Lists the files `paths` stand for, each with its transfer name
+/// (directories only if `recursive`; links followed or skipped).
 ///
 /// It reads the file system as it goes, so a caller on an async runtime with
 /// a large tree runs it in `spawn_blocking`.
 pub fn plan_transfers(paths: &[PathBuf], recursive: bool) -> Result<Plan, PlanError> {
+    plan_transfers_with(
+        paths,
+        PlanOptions {
+            recursive,
+            links: false,
+        },
+    )
+}
+
+/// Lists the files `paths` stand for, each with its transfer name, as
+/// `options` say.
+pub fn plan_transfers_with(paths: &[PathBuf], options: PlanOptions) -> Result<Plan, PlanError> {
     let mut plan = Plan::default();
     for path in paths {
         let io_error = |source| PlanError::Io {
             path: path.clone(),
             source,
         };
-        let meta = std::fs::metadata(path).map_err(io_error)?;
         let top = top_name(path)?;
+        if options.links {
+            let own = std::fs::symlink_metadata(path).map_err(io_error)?;
+            if own.file_type().is_symlink() {
+                let name = checked_name(path, top)?;
+                push_link(&mut plan, path.clone(), name)?;
+                continue;
+            }
+        }
+        let meta = std::fs::metadata(path).map_err(io_error)?;
         if meta.is_file() {
             let name = checked_name(path, top)?;
             plan.files.push(PlannedFile {
                 local: path.clone(),
                 name,
                 size: meta.len(),
+                kind: PlannedKind::File,
             });
         } else if meta.is_dir() {
-            if !recursive {
+            if !options.recursive {
                 return Err(PlanError::Directory { path: path.clone() });
             }
-            walk(path, &top, &mut plan)?;
+            walk(path, &top, options, &mut plan)?;
         } else {
             return Err(PlanError::NotAFile { path: path.clone() });
         }
@@ -176,7 +226,26 @@ fn checked_name(path: &Path, name: String) -> Result<TransferName, PlanError> {
     })
 }
 
-fn walk(dir: &Path, prefix: &str, plan: &mut Plan) -> Result<(), PlanError> {
+/// Adds the link at `path` to the plan, or to what is skipped if its target
+/// cannot be sent.
+fn push_link(plan: &mut Plan, path: PathBuf, name: TransferName) -> Result<(), PlanError> {
+    let target = std::fs::read_link(&path).map_err(|source| PlanError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    match target.to_str().map(LinkTarget::parse) {
+        Some(Ok(target)) => plan.files.push(PlannedFile {
+            local: path,
+            name,
+            size: 0,
+            kind: PlannedKind::Link(target),
+        }),
+        _ => plan.skipped.push((path, SkipReason::LinkTarget)),
+    }
+    Ok(())
+}
+
+fn walk(dir: &Path, prefix: &str, options: PlanOptions, plan: &mut Plan) -> Result<(), PlanError> {
     let io_error = |path: &Path| {
         let path = path.to_path_buf();
         move |source| PlanError::Io { path, source }
@@ -192,11 +261,11 @@ fn walk(dir: &Path, prefix: &str, plan: &mut Plan) -> Result<(), PlanError> {
         // Not followed: a link is judged as a link.
         let meta = std::fs::symlink_metadata(&path).map_err(io_error(&path))?;
         let kind = meta.file_type();
-        if kind.is_symlink() {
+        if kind.is_symlink() && !options.links {
             plan.skipped.push((path, SkipReason::Symlink));
             continue;
         }
-        if !kind.is_file() && !kind.is_dir() {
+        if !kind.is_file() && !kind.is_dir() && !kind.is_symlink() {
             plan.skipped.push((path, SkipReason::Special));
             continue;
         }
@@ -208,14 +277,18 @@ fn walk(dir: &Path, prefix: &str, plan: &mut Plan) -> Result<(), PlanError> {
             });
         };
         let name = format!("{prefix}/{component}");
-        if kind.is_dir() {
-            walk(&path, &name, plan)?;
+        if kind.is_symlink() {
+            let name = checked_name(&path, name)?;
+            push_link(plan, path, name)?;
+        } else if kind.is_dir() {
+            walk(&path, &name, options, plan)?;
         } else {
             let name = checked_name(&path, name)?;
             plan.files.push(PlannedFile {
                 local: path,
                 name,
                 size: meta.len(),
+                kind: PlannedKind::File,
             });
         }
     }
@@ -375,5 +448,25 @@ mod tests {
                 (tree.join("loop"), SkipReason::Symlink)
             ]
         );
+
+        // With links, every link is a link, named or found, and nothing is
+        // followed.
+        let links = PlanOptions {
+            recursive: true,
+            links: true,
+        };
+        let plan = plan_transfers_with(&[tree.clone(), named.clone()], links).unwrap();
+        assert_eq!(
+            names(&plan),
+            ["tree/link", "tree/loop", "tree/real", "named-link"]
+        );
+        let target = |i: usize| match &plan.files[i].kind {
+            PlannedKind::Link(target) => target.as_str().to_owned(),
+            PlannedKind::File => panic!("{:?} is a file", plan.files[i]),
+        };
+        assert_eq!(target(0), outside.to_str().unwrap());
+        assert_eq!(target(3), outside.to_str().unwrap());
+        assert_eq!(plan.files[2].kind, PlannedKind::File);
+        assert!(plan.skipped.is_empty());
     }
 }

@@ -297,6 +297,28 @@ fn stop_sending_stops_the_writer() {
     );
 }
 
+/// A stream's end that comes alone, after the reader has read every byte,
+/// makes the stream readable again: the reader waiting on the event learns
+/// of the end, as it would of more data.
+#[test]
+fn an_end_that_comes_after_the_data_is_announced() {
+    let mut pair = Pair::default();
+    pair.connect();
+    let id = pair.client.open_stream().unwrap();
+    pair.client.write(id, b"last words").unwrap();
+    pair.run_until(Duration::from_secs(5), |p| {
+        p.server_events.contains(&Event::StreamReadable(id))
+    });
+    let (data, finished) = read_all(&mut pair.server, id);
+    assert_eq!((data.as_slice(), finished), (&b"last words"[..], false));
+    pair.server_events.clear();
+    pair.client.finish(id).unwrap();
+    pair.run_until(Duration::from_secs(5), |p| {
+        p.server_events.contains(&Event::StreamReadable(id))
+    });
+    assert_eq!(read_all(&mut pair.server, id), (Vec::new(), true));
+}
+
 #[test]
 fn writing_after_finish_is_refused() {
     let mut pair = Pair::default();

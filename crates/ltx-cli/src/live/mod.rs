@@ -187,6 +187,14 @@ impl FileLine {
         self.bar.set_message(message);
     }
 
+    /// Starts the rate and time left again at `now`, from `done` of `total`
+    /// bytes: a file that resumes has its first bytes already, and they
+    /// count neither in the rate nor against the time.
+    pub fn resumed(&mut self, now: Instant, done: u64, total: u64) {
+        self.meter = RateMeter::default();
+        self.progress(now, done, total);
+    }
+
     /// Ends the line: `bytes` moved in `elapsed` (given by the caller when
     /// it times the transfer itself, else as the meter saw them).
     pub fn finish(self, now: Instant, moved: Option<(u64, Duration)>) {
@@ -252,31 +260,6 @@ pub fn round(value: f64, digits: i32) -> f64 {
 /// A byte count for people: [`units::bytes`].
 pub fn human_bytes(bytes: u64) -> String {
     units::bytes(bytes)
-}
-
-/// Transitional: a progress bar for one file, not yet added to a display.
-pub fn file_bar(size: u64, name: &str) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::hidden())
-        .with_style(progress_style());
-    bar.set_prefix(units::fit_name(name, NAME_WIDTH));
-    bar
-}
-
-/// Transitional: moves a file's bar.
-pub fn show_progress(bar: &ProgressBar, hashing: bool, done: u64, total: u64) {
-    bar.set_length(total);
-    bar.set_position(done);
-    bar.set_message(if hashing { "hashing" } else { "" });
-}
-
-/// Transitional: the connection's estimates under the bars until aborted.
-pub async fn show_stats(connection: Connection, bars: MultiProgress) {
-    let line = bars.add(ProgressBar::new_spinner());
-    loop {
-        line.set_message(describe(&connection.stats(), Side::Sending));
-        line.tick();
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
 }
 
 #[cfg(test)]

@@ -698,6 +698,9 @@ impl Streams {
                 ));
             }
         }
+        // Before the end is recorded: an end that comes alone, after every
+        // byte was read, is news to the reader too.
+        let was_readable = stream.readable();
         if f.fin {
             if end < stream.highest {
                 return Err(violation(
@@ -715,7 +718,6 @@ impl Streams {
             ));
         }
         stream.highest = stream.highest.max(end);
-        let was_readable = stream.readable();
         if stream.reset.is_none() && stream.stop_sending.is_none() {
             stream.insert(f.offset, f.data);
         }
