@@ -19,6 +19,7 @@
 pub mod exit;
 pub mod live;
 pub mod metrics;
+pub mod observe_args;
 pub mod qlog;
 pub mod realtime;
 pub mod repair_args;

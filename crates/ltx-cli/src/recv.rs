@@ -14,7 +14,10 @@ use clap::Args;
 use ltx::{CloseReason, Connection, Endpoint, EndpointConfig, RecvStream, Security};
 use ltx_cli::exit::{Failed, Failure};
 use ltx_cli::live::{self, units, Display, Side};
+use ltx_cli::metrics::MetricsServer;
+use ltx_cli::observe_args::ObserveArgs;
 use ltx_cli::settings::flag_error;
+use ltx_cli::stats_lines::print_every;
 use ltx_files::{
     Completion, FileOutcome, Inbox, Lane, Peer, ReceiveLane, ReceiveOptions, ReceiveReport,
     TransferError,
@@ -22,7 +25,7 @@ use ltx_files::{
 use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_size};
 use serde_json::json;
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::file_lines::{End, FileLines};
 use crate::keys::RecvKeys;
@@ -65,8 +68,14 @@ pub(crate) struct RecvArgs {
     /// standard error with --stdout).
     #[arg(long)]
     json: bool,
+    /// Serve the receiver's counters for Prometheus at
+    /// http://ADDR:PORT/metrics (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR:PORT")]
+    metrics: Option<SocketAddr>,
     #[command(flatten)]
     keys: RecvKeys,
+    #[command(flatten)]
+    observe: ObserveArgs,
 }
 
 /// Runs `ltx recv`.
@@ -90,6 +99,7 @@ async fn serve(args: &RecvArgs, security: ltx::SecurityConfig) -> anyhow::Result
         .transport
         .set_idle_timeout(args.timeout)
         .map_err(|e| flag_error(&e, Profile::Ltx))?;
+    args.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(args.listen, config)
         .with_context(|| format!("listening on {}", args.listen))?;
     let display = Display::new(args.json);
@@ -108,6 +118,17 @@ async fn serve(args: &RecvArgs, security: ltx::SecurityConfig) -> anyhow::Result
         "receiving into {into} on {} (UDP) {accepting}, public key {public_key}",
         endpoint.local_addr()
     );
+    let _metrics = match args.metrics {
+        Some(addr) => {
+            let server = MetricsServer::start(addr, endpoint.clone()).await?;
+            eprintln!(
+                "metrics for Prometheus at http://{}/metrics",
+                server.local_addr()
+            );
+            Some(server)
+        }
+        None => None,
+    };
     tokio::spawn(log_refusals(endpoint.clone(), display.clone()));
     let mut options = ReceiveOptions::new(args.force, args.max_file_size);
     options.keep_metadata = !args.no_preserve;
@@ -126,6 +147,7 @@ async fn serve(args: &RecvArgs, security: ltx::SecurityConfig) -> anyhow::Result
         Summaries::Stdout
     };
     let mut connections = JoinSet::new();
+    let started = Instant::now();
     loop {
         let connection = tokio::select! {
             incoming = endpoint.accept() => match incoming {
@@ -139,9 +161,17 @@ async fn serve(args: &RecvArgs, security: ltx::SecurityConfig) -> anyhow::Result
         let inbox = inbox.clone();
         let display = display.clone();
         let json = args.json;
+        let stats_lines = args.observe.stats_interval.map(|interval| {
+            let print = match summaries {
+                Summaries::Stdout => |line: &serde_json::Value| println!("{line}"),
+                Summaries::Stderr => |line: &serde_json::Value| eprintln!("{line}"),
+            };
+            print_every(interval, started, connection.clone(), print)
+        });
         connections.spawn(async move {
             let peer = connection.remote_address();
             let (transfer, rest) = receive_connection(&connection, &inbox, &display).await;
+            stats_lines.inspect(JoinHandle::abort);
             transfer.report(json, summaries, &display);
             rest.let_go(&connection).await;
             let result = transfer.result();
@@ -512,7 +542,7 @@ fn close_name(reason: &CloseReason) -> &'static str {
     match reason {
         CloseReason::ByPeer { code: 0, .. } => "by_peer",
         CloseReason::ByPeer { .. } => "aborted_by_peer",
-        CloseReason::LocallyClosed => "by_receiver",
+        CloseReason::LocallyClosed | CloseReason::LocallyAborted { code: 0, .. } => "by_receiver",
         CloseReason::LocallyAborted { .. } => "aborted_by_receiver",
         CloseReason::IdleTimeout => "idle_timeout",
         CloseReason::HandshakeTimeout => "handshake_timeout",

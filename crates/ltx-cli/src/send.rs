@@ -13,8 +13,10 @@ use clap::Args;
 use ltx::{Connection, ConnectionStats, Endpoint, EndpointConfig, Security};
 use ltx_cli::exit::{Failed, Failure};
 use ltx_cli::live::{self, units, Display, Side};
+use ltx_cli::observe_args::ObserveArgs;
 use ltx_cli::repair_args::RepairArgs;
 use ltx_cli::settings::{flag_error, transport_for};
+use ltx_cli::stats_lines::print_every;
 use ltx_files::{
     FileOutcome, Lane, PlanOptions, SendLane, SendOptions, SendReport, Source, Sources, Stop,
     TransferName,
@@ -23,7 +25,7 @@ use ltx_presets::Profile;
 use ltx_sim::units::{parse_duration, parse_rate};
 use serde_json::json;
 use tokio::signal::unix::{signal, Signal, SignalKind};
-use tokio::task::JoinSet;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::file_lines::{End, FileLines};
 use crate::keys::{SendKeys, NO_ANSWER_HINT};
@@ -76,6 +78,8 @@ pub(crate) struct SendArgs {
     keys: SendKeys,
     #[command(flatten)]
     repair: RepairArgs,
+    #[command(flatten)]
+    observe: ObserveArgs,
 }
 
 /// What one run sends: sources in order, and their total size when known.
@@ -177,6 +181,7 @@ async fn send_all(
         .transport
         .set_idle_timeout(args.timeout)
         .map_err(|e| flag_error(&e, args.profile))?;
+    args.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
     let display = Display::new(args.json);
     // Listened to from here to the end, so that no Ctrl-C falls between
@@ -191,6 +196,11 @@ async fn send_all(
         }
     };
     let connecting = started.elapsed();
+    let stats_lines = args.observe.stats_interval.map(|interval| {
+        print_every(interval, started, connection.clone(), |line| {
+            println!("{line}")
+        })
+    });
     let options = SendOptions {
         metadata: !args.no_preserve,
     };
@@ -203,6 +213,7 @@ async fn send_all(
     )
     .await?;
     let elapsed = started.elapsed();
+    stats_lines.inspect(JoinHandle::abort);
     let stats = connection.stats();
     let summary = Summary {
         server,

@@ -9,12 +9,12 @@ use serde_json::{json, Value};
 use crate::live::round;
 
 /// A connection's statistics as a JSON object: the fields of
-/// [`ConnectionStats`], durations in milliseconds, rates in bytes per
-/// second, fractions as fractions.
+/// [`ConnectionStats`], durations in milliseconds (`null` before the first
+/// RTT measurement), rates in bytes per second, fractions as fractions.
 pub fn stats_json(stats: &ConnectionStats) -> Value {
     json!({
-        "rtt_ms": round(stats.rtt.as_secs_f64() * 1e3, 3),
-        "min_rtt_ms": round(stats.min_rtt.as_secs_f64() * 1e3, 3),
+        "rtt_ms": stats.rtt_measured.then(|| round(stats.rtt.as_secs_f64() * 1e3, 3)),
+        "min_rtt_ms": stats.rtt_measured.then(|| round(stats.min_rtt.as_secs_f64() * 1e3, 3)),
         "loss_rate": round(stats.loss_rate, 5),
         "loss_burst": round(stats.loss_burst, 3),
         "incoming_loss": round(stats.incoming_loss(), 5),
@@ -64,18 +64,19 @@ pub fn stats_line(start: Instant, now: Instant, connection: &Connection) -> Valu
     line
 }
 
-/// Prints [`stats_line`] of `connection` on stdout every `interval`, from
+/// Gives [`stats_line`] of `connection` to `print` every `interval`, from
 /// one interval after now, until the returned task is aborted.
 pub fn print_every(
     interval: Duration,
     start: Instant,
     connection: Connection,
+    print: fn(&Value),
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         loop {
             tick.tick().await;
-            println!("{}", stats_line(start, Instant::now(), &connection));
+            print(&stats_line(start, Instant::now(), &connection));
         }
     })
 }
@@ -88,6 +89,7 @@ mod tests {
     fn every_counter_of_the_stats_is_a_field() {
         let stats = ConnectionStats {
             rtt: Duration::from_millis(600),
+            rtt_measured: true,
             packets_lost: 7,
             repair_tail: 3,
             ..ConnectionStats::default()
@@ -97,5 +99,10 @@ mod tests {
         assert_eq!(json["packets_lost"], 7);
         assert_eq!(json["repair_tail"], 3);
         assert_eq!(json.as_object().map(|o| o.len()), Some(32));
+        let unmeasured = ConnectionStats {
+            rtt_measured: false,
+            ..stats
+        };
+        assert_eq!(stats_json(&unmeasured)["rtt_ms"], Value::Null);
     }
 }

@@ -854,3 +854,129 @@ fn round_trips_on_a_600_ms_path() {
         );
     }
 }
+
+/// The JSON objects a command printed, one per line.
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+/// A loopback TCP port nobody listens on now.
+fn free_tcp_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    listener.local_addr().expect("its address").port()
+}
+
+/// The text `GET /metrics` on `addr` answers with.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("the metrics endpoint");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\n\r\n")
+        .expect("a request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("the answer");
+    response
+}
+
+/// The value of the sample `series` in a scrape.
+fn sample(scrape: &str, series: &str) -> f64 {
+    scrape
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in {scrape}"))
+}
+
+#[test]
+fn a_watched_transfer_leaves_qlog_files_stats_lines_and_metrics() {
+    use ltx::shim::ImpairedPath;
+    use ltx_link::{LinkConfig, QueueLimit, Rate};
+
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let file = tmp.path().join("big.bin");
+    std::fs::write(&file, random_bytes(2_000_000, 11)).expect("write");
+    let (sender_qlog, receiver_qlog) = (tmp.path().join("sq"), tmp.path().join("rq"));
+    let metrics = format!("127.0.0.1:{}", free_tcp_port());
+    let receiver_qlog_arg = receiver_qlog.to_str().expect("a UTF-8 path");
+    let (receiver, target) = launch_receiver(
+        &tmp.path().join("out"),
+        &[
+            "--qlog",
+            receiver_qlog_arg,
+            "--stats-interval",
+            "100ms",
+            "--metrics",
+            &metrics,
+        ],
+    );
+    // 40 ms each way at 20 Mbit/s: the transfer takes about a second.
+    let link = LinkConfig {
+        delay: Duration::from_millis(40),
+        rate: Some(Rate(20_000_000)),
+        queue: QueueLimit::Packets(4096),
+        ..LinkConfig::default()
+    };
+    let server = target.addr.parse().expect("the receiver's address");
+    let path = ImpairedPath::start(server, link.clone(), link, 1).expect("the shim");
+    let through = Target {
+        addr: path.client_facing_addr().to_string(),
+        key: target.key.clone(),
+    };
+    let sender_qlog_arg = sender_qlog.to_str().expect("a UTF-8 path");
+    let sent = send(
+        &[&file],
+        &through,
+        &["--qlog", sender_qlog_arg, "--stats-interval", "100ms"],
+    );
+    assert!(sent.status.success(), "{sent:?}");
+
+    let lines = json_lines(&sent);
+    let (summary, stats) = lines.split_last().expect("a summary");
+    assert_eq!(summary["error"], Value::Null, "{summary}");
+    assert!(!stats.is_empty(), "no stats line before the summary");
+    for line in stats {
+        assert_eq!(line["event"], "stats", "{line}");
+        assert!(line["rtt_ms"].as_f64().is_some() && line["packets_sent"].as_u64().is_some());
+    }
+
+    // The receiver's counters once its connection is over.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let text = scrape(&metrics);
+        if text.contains("ltx_connections_closed_total{reason=\"clean\"} 1") {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the connection never closed: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(sample(&text, "ltx_connections_accepted_total"), 1.0);
+    assert_eq!(sample(&text, "ltx_handshakes_completed_total"), 1.0);
+    assert!(
+        sample(&text, "ltx_stream_bytes_read_total") >= 2_000_000.0,
+        "{text}"
+    );
+
+    let mut receiver = receiver;
+    receiver.kill().expect("stop the receiver");
+    let received = receiver.wait_with_output().expect("its output");
+    let lines = json_lines(&received);
+    assert!(lines.iter().any(|l| l["event"] == "stats"), "{lines:?}");
+    assert!(lines.iter().any(|l| l["files"].is_array()), "{lines:?}");
+    drop(path);
+
+    for (dir, vantage) in [(&sender_qlog, "client"), (&receiver_qlog, "server")] {
+        let files: Vec<_> = std::fs::read_dir(dir).expect("a qlog directory").collect();
+        assert_eq!(files.len(), 1, "{dir:?}");
+        let bytes = std::fs::read(files[0].as_ref().expect("an entry").path()).expect("read");
+        let header: Value =
+            serde_json::from_slice(bytes.split(|&b| b == 0x1E).nth(1).expect("a header record"))
+                .expect("JSON");
+        assert_eq!(header["trace"]["vantage_point"]["type"], vantage);
+    }
+}

@@ -52,7 +52,8 @@ pub struct EndpointTotals {
 /// Connections that ended, by how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ClosedConnections {
-    /// Closed gracefully by either end.
+    /// Closed gracefully by either end (an abort with code 0, "no error",
+    /// included).
     pub clean: u64,
     /// Aborted by either end's application, with an error code.
     pub aborted: u64,
@@ -73,8 +74,9 @@ impl ClosedConnections {
     /// Counts one connection that ended for `reason`.
     pub(crate) fn count(&mut self, reason: &CloseReason) {
         let counter = match reason {
-            CloseReason::LocallyClosed => &mut self.clean,
-            CloseReason::ByPeer { code: 0, .. } => &mut self.clean,
+            CloseReason::LocallyClosed
+            | CloseReason::ByPeer { code: 0, .. }
+            | CloseReason::LocallyAborted { code: 0, .. } => &mut self.clean,
             CloseReason::ByPeer { .. } | CloseReason::LocallyAborted { .. } => &mut self.aborted,
             CloseReason::IdleTimeout => &mut self.idle_timeout,
             CloseReason::HandshakeTimeout => &mut self.handshake_timeout,

@@ -235,16 +235,22 @@ impl Drop for ConnectionLine {
 
 /// The connection's live estimates as one line, from `side`'s view.
 pub fn describe(stats: &ConnectionStats, side: Side) -> String {
-    let rtt = stats.rtt.as_secs_f64() * 1e3;
+    // An end that only receives may never measure the RTT: no figure
+    // rather than the configured initial one.
+    let rtt = if stats.rtt_measured {
+        format!("{:.0} ms", stats.rtt.as_secs_f64() * 1e3)
+    } else {
+        "–".to_owned()
+    };
     match side {
         Side::Sending => format!(
-            "rtt {rtt:.0} ms · loss {:.1} % · redundancy {:.1} % · window {}",
+            "rtt {rtt} · loss {:.1} % · redundancy {:.1} % · window {}",
             stats.loss_rate * 100.0,
             stats.redundancy * 100.0,
             units::bytes(stats.cwnd)
         ),
         Side::Receiving => format!(
-            "rtt {rtt:.0} ms · loss {:.1} % · {} symbols repaired",
+            "rtt {rtt} · loss {:.1} % · {} symbols repaired",
             stats.incoming_loss() * 100.0,
             stats.symbols_repaired
         ),

@@ -122,7 +122,7 @@ impl Metrics {
 
     fn sample(&self) {
         for stats in self.endpoint.stats().open {
-            if stats.rtt > Duration::ZERO {
+            if stats.rtt_measured {
                 self.rtt.observe(stats.rtt.as_secs_f64());
                 self.loss.observe(stats.loss_rate);
             }

@@ -74,6 +74,7 @@ async fn a_scrape_during_and_after_a_transfer_counts_what_moved() {
             .expect("the metrics endpoint");
         let client = Endpoint::bind(loopback(), EndpointConfig::client()).expect("bind");
         let (halfway_tx, halfway_rx) = tokio::sync::oneshot::channel();
+        let (go_on_tx, go_on_rx) = tokio::sync::oneshot::channel::<()>();
         let receiver = {
             let server = server.clone();
             tokio::spawn(async move {
@@ -82,6 +83,9 @@ async fn a_scrape_during_and_after_a_transfer_counts_what_moved() {
                 let mut first = vec![0u8; 500_000];
                 recv.read_exact(&mut first).await.expect("the first half");
                 halfway_tx.send(()).expect("the test waits");
+                // The rest waits until the test has scraped: the
+                // connection is open meanwhile.
+                go_on_rx.await.expect("the test goes on");
                 let mut rest = Vec::new();
                 recv.read_to_end(&mut rest).await.expect("the rest");
                 connection.closed().await;
@@ -102,6 +106,7 @@ async fn a_scrape_during_and_after_a_transfer_counts_what_moved() {
         halfway_rx.await.expect("halfway");
         tokio::time::sleep(SAMPLE_EVERY + Duration::from_millis(200)).await;
         let during = scrape(metrics.local_addr()).await;
+        go_on_tx.send(()).expect("the receiver waits");
         sender.await.expect("the sender");
         assert_eq!(receiver.await.expect("the receiver"), 1_000_000);
         let after = scrape(metrics.local_addr()).await;
@@ -162,7 +167,10 @@ fn every_metric_of_the_dashboard_is_served(scrape: &BTreeMap<String, f64>) {
             .collect();
         if name.len() > "ltx_".len() {
             asked += 1;
-            assert!(served.contains(&name.as_str()), "the dashboard asks for {name}");
+            assert!(
+                served.contains(&name.as_str()),
+                "the dashboard asks for {name}"
+            );
         }
     }
     assert!(asked > 10, "the dashboard names {asked} metrics");

@@ -7,6 +7,10 @@ use std::time::Duration;
 pub struct ConnectionStats {
     /// Smoothed round-trip time.
     pub rtt: Duration,
+    /// Whether `rtt` and `min_rtt` come from a measurement. An end that
+    /// only receives (it sends nothing that is acknowledged) may never
+    /// take one; its figures are then the configured initial RTT.
+    pub rtt_measured: bool,
     /// Minimum round-trip time seen.
     pub min_rtt: Duration,
     /// Estimated random loss rate of the path towards the peer.
