@@ -127,8 +127,6 @@ pub struct FlowResult {
     /// The loss the receiver saw: the sender's packets that never arrived,
     /// from the gaps in their numbers.
     pub incoming_loss: f64,
-    /// The receiver's minimum RTT in seconds, if it measured one.
-    pub receiver_min_rtt: Option<f64>,
     /// Repair symbols sent proactively, reactively, for the tail and as
     /// probes; repairs the receiver found stale, and repairs that arrived
     /// with nothing to solve.
@@ -376,9 +374,6 @@ impl Scenario {
             source_sent: stats.source_symbols_sent,
             loss_estimate: stats.loss_rate,
             incoming_loss: receiver_stats.incoming_loss(),
-            receiver_min_rtt: receiver_stats
-                .rtt_measured
-                .then(|| receiver_stats.min_rtt.as_secs_f64()),
             repair_kinds: [
                 stats.repair_proactive,
                 stats.repair_reactive,

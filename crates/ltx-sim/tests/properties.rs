@@ -118,27 +118,3 @@ fn the_receiver_sees_the_loss_the_forward_link_dealt() {
         );
     }
 }
-
-/// A receiver sends nothing that is acknowledged, yet measures the round
-/// trip: from its handshake answer to the sender's first packet after it.
-#[test]
-fn the_receiver_measures_the_round_trip_from_its_handshake_answer() {
-    for (rtt_ms, loss, seed) in [(600, 0.0, 5), (40, 0.1, 6)] {
-        let scenario = ltx_sim::scenario::Scenario {
-            rate_bps: 20_000_000,
-            rtt: Duration::from_millis(rtt_ms),
-            loss,
-            size: 1_000_000,
-            seed,
-            ..ltx_sim::scenario::Scenario::default()
-        };
-        let result = scenario.run().expect("a valid scenario");
-        assert!(result.verified, "seed {seed}");
-        let measured = result.flows[0].receiver_min_rtt.expect("a measured RTT");
-        let path = rtt_ms as f64 / 1e3;
-        assert!(
-            measured >= path && measured < path * 1.2 + 0.005,
-            "seed {seed}: the path's RTT is {path} s, the receiver measured {measured} s"
-        );
-    }
-}

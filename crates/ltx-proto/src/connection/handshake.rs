@@ -22,10 +22,6 @@ use crate::wire::{Frame, HandshakeFrame, PacketType, Side, TransportParams};
 pub(crate) const MIN_INITIAL: usize = 1200;
 /// Copies of the client's first Initial flight.
 pub(super) const INITIAL_COPIES: u8 = 3;
-/// The longest a server's answers to the copies of one Initial flight
-/// spread over: the copies leave together, so their answers do too, while a
-/// retransmitted flight comes a probe time-out later.
-const ANSWER_SPREAD: Duration = Duration::from_millis(100);
 /// Each flight after an unanswered one carries [`INITIAL_COPIES`] more, up
 /// to this many times as many.
 const MAX_INITIAL_FLIGHT_GROWTH: u8 = 4;
@@ -52,8 +48,6 @@ pub(super) struct Handshake {
     pub(super) to_send: u8,
     /// Initial packets the client has sent.
     pub(super) attempts: u32,
-    /// When the server's first answer left.
-    pub(super) first_answer: Option<Instant>,
     /// When the client's first Initial left, for the first RTT sample.
     pub(super) sent: Option<Instant>,
     /// The copies of the client's first Initial flight, whose answers'
@@ -118,21 +112,6 @@ impl Connection {
                 self.handshake.sent = None;
             }
             self.set_timer(Timer::Probe, now + self.pto());
-        } else {
-            // The client's first packet after the first answer is an RTT
-            // sample. The answers to the copies of one flight leave
-            // together; one much later answers a retransmitted flight, and
-            // makes the sample ambiguous.
-            match self.handshake.first_answer {
-                None => {
-                    self.handshake.first_answer = Some(now);
-                    self.handshake.sent = Some(now);
-                }
-                Some(first) if now.saturating_duration_since(first) > ANSWER_SPREAD => {
-                    self.handshake.sent = None;
-                }
-                Some(_) => {}
-            }
         }
         let mut transmit =
             self.finish_packet(now, buf, number, header_len, PacketKind::Handshake, None);

@@ -665,17 +665,6 @@ impl Connection {
             // Opened, and addressed to the id only the recipient of this
             // end's handshake answer knows: the peer receives there.
             self.amplification.validate();
-            if self.side == Side::Server {
-                // The answer's round trip: a server that only receives
-                // takes no other RTT sample.
-                if let Some(sent) = self.handshake.sent.take() {
-                    let sample = now.saturating_duration_since(sent);
-                    self.recovery.rtt.update(std::time::Duration::ZERO, sample);
-                    self.recovery
-                        .controller
-                        .on_rtt_sample(now, &self.recovery.rtt);
-                }
-            }
         }
         self.stats.packets_received += 1;
         self.stats.bytes_received += datagram.len() as u64;
