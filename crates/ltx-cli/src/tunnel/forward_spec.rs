@@ -72,8 +72,8 @@ pub(crate) fn parse_local_forward(text: &str) -> Result<LocalForward, String> {
         [bind, port, host, host_port] => (Some(bind), port, host, host_port),
         _ => return Err(usage()),
     };
-    let ip = parse_bind(bind)?;
-    let port = parse_port(port)?;
+    let ip = parse_bind(bind).map_err(|e| format!("{}: {e}", usage()))?;
+    let port = parse_port(port).map_err(|e| format!("{}: {e}", usage()))?;
     let to: Destination = format!("{host}:{host_port}")
         .parse()
         .map_err(|e| format!("{}: {e}", usage()))?;
