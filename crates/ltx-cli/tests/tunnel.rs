@@ -203,7 +203,10 @@ fn start_client(server: &Server, forwards: &[&str]) -> (Running, Vec<SocketAddr>
     args.extend_from_slice(forwards);
     let running = Running::start(&args);
     running.line_with("connected to the tunnel server");
-    let count = forwards.iter().filter(|a| a.starts_with('-')).count();
+    let count = forwards
+        .iter()
+        .filter(|a| **a == "-L" || **a == "--socks")
+        .count();
     let locals = (0..count)
         .map(|_| local_address(&running.line_starting(&["forwarding ", "SOCKS5 on "])))
         .collect();
