@@ -649,3 +649,57 @@ fn mistakes_get_the_usage_exit_code_and_say_what_to_do() {
         assert!(stderr.contains(hint), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn both_sides_tell_systemd_when_they_are_ready() {
+    use std::os::unix::net::UnixDatagram;
+    let target = serve(echo);
+    let dir = tempfile::tempdir().unwrap();
+    let socket_path = dir.path().join("notify.sock");
+    let notify = UnixDatagram::bind(&socket_path).unwrap();
+    notify.set_read_timeout(Some(BOUND)).unwrap();
+    let server_key = dir.path().join("server.key");
+    keygen(&server_key);
+    let mut server = ltx();
+    server
+        .args([
+            "tunnel",
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-any-client",
+        ])
+        .arg("--key")
+        .arg(&server_key)
+        .args(["--permit", &target.to_string()])
+        .env("NOTIFY_SOCKET", &socket_path)
+        .stderr(Stdio::piped());
+    let mut server = server.spawn().unwrap();
+    let mut message = [0u8; 256];
+    let n = notify
+        .recv(&mut message)
+        .expect("the server's notification");
+    assert!(String::from_utf8_lossy(&message[..n]).contains("READY=1"));
+    let mut first = String::new();
+    BufReader::new(server.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let (addr, key) = server_address_and_key(&first);
+    let forward = format!("127.0.0.1:0:{target}");
+    let mut client = ltx()
+        .args([
+            "tunnel", "client", "--server", &addr, "--peer", &key, "-L", &forward,
+        ])
+        .env("NOTIFY_SOCKET", &socket_path)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let n = notify
+        .recv(&mut message)
+        .expect("the client's notification");
+    assert!(String::from_utf8_lossy(&message[..n]).contains("READY=1"));
+    let _ = client.kill();
+    let _ = server.kill();
+    let _ = client.wait();
+    let _ = server.wait();
+}
