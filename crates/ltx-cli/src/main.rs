@@ -16,6 +16,7 @@ mod recv;
 mod send;
 mod sim;
 mod sim_soak;
+mod tunnel;
 
 /// ltx: a loss-tolerant reliable transport.
 #[derive(Debug, Parser)]
@@ -48,6 +49,10 @@ enum Command {
     /// Run the deterministic simulator.
     #[command(subcommand)]
     Sim(sim::SimCommand),
+    /// Carry TCP connections over ltx: port forwards and SOCKS5 through a
+    /// tunnel server that connects only what it permits.
+    #[command(subcommand)]
+    Tunnel(tunnel::TunnelCommand),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +69,7 @@ fn main() -> ExitCode {
             end_quietly_on_closed_stdout();
             sim::run(command)
         }
+        Command::Tunnel(command) => tunnel::run(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,330 @@
+//! `ltx tunnel client`: listens for local TCP connections (`-L`
+//! forwards, a SOCKS5 front end) and carries each through the tunnel
+//! server.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use clap::Args;
+use ltx::{
+    CloseReason, ConnectError, Endpoint, EndpointConfig, PublicKey, Security, SecurityConfig,
+};
+use ltx_cli::exit::{Failed, Failure};
+use ltx_sim::units::parse_duration;
+use ltx_tunnel::splice::{Broken, SpliceEnd, Spliced};
+use ltx_tunnel::wire::Destination;
+use ltx_tunnel::{serve_socks5, tunnel_transport, OpenError, TunnelClient, TUNNEL_IDLE_TIMEOUT};
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use super::config::{self, ClientFile};
+use super::forward_spec::{parse_local_forward, parse_socks, LocalForward};
+use super::usage;
+
+/// How long the handshake with the server may take, by default.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The arguments of `ltx tunnel client`.
+#[derive(Debug, Args)]
+#[command(after_help = ltx_cli::exit::EXIT_CODES)]
+pub(crate) struct ClientArgs {
+    /// The tunnel server's HOST:PORT (UDP).
+    #[arg(long, value_name = "HOST:PORT")]
+    server: Option<String>,
+    /// The server's public key (64 hex digits), which `ltx tunnel server`
+    /// prints when it starts.
+    #[arg(long, value_name = "PUBLIC_KEY")]
+    peer: Option<PublicKey>,
+    /// This client's private key file, from `ltx keygen` (a fresh key for
+    /// this run if left out, which only a server with --allow-any-client
+    /// accepts).
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
+    /// Forward a local TCP port to HOST:HOSTPORT as the server reaches it
+    /// (repeatable). BIND defaults to 127.0.0.1; '*' is every IPv4 address.
+    #[arg(short = 'L', value_name = "[BIND:]PORT:HOST:HOSTPORT", value_parser = parse_local_forward)]
+    local: Vec<LocalForward>,
+    /// Serve SOCKS5 (CONNECT, no authentication) on this local port; names
+    /// are resolved at the server. BIND defaults to 127.0.0.1.
+    #[arg(long, value_name = "[BIND:]PORT", value_parser = parse_socks)]
+    socks: Option<SocketAddr>,
+    /// Give the connection up (and reconnect on the next TCP connection)
+    /// after this long without a word from the server [default: 5min].
+    #[arg(long, value_parser = parse_duration)]
+    idle_timeout: Option<Duration>,
+    /// How long the handshake with the server may take [default: 30s].
+    #[arg(long, value_parser = parse_duration)]
+    connect_timeout: Option<Duration>,
+    /// A TOML file holding these settings (see docs/tunnel.md); flags win
+    /// over it, and -L forwards add to its.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Log every TCP connection, not only failures.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// Everything a client runs with: the flags over the file, checked.
+struct Settings {
+    server: String,
+    peer: PublicKey,
+    security: SecurityConfig,
+    forwards: Vec<LocalForward>,
+    socks: Option<SocketAddr>,
+    idle_timeout: Duration,
+    connect_timeout: Duration,
+}
+
+const CLIENT_NEEDS_THE_SERVER: &str = "ltx tunnel client needs the server's address and \
+public key, which the server prints when it starts (\"public key ...\"):
+    ltx tunnel client --server HOST:7000 --peer PUBLIC_KEY --key client.key -L 8080:intranet:80
+The server must allow this client's key: `ltx keygen --show client.key` prints it.";
+
+const CLIENT_NEEDS_A_FORWARD: &str = "ltx tunnel client has nothing to forward: give -L \
+[BIND:]PORT:HOST:HOSTPORT (repeatable) or --socks [BIND:]PORT";
+
+/// What to tell a client whose server did not answer.
+const NO_ANSWER_HINT: &str = "either UDP to it is blocked, or the server refused this \
+client: check --peer (the server's public key), and that the server's --allow file holds \
+this client's key (`ltx keygen --show` on the --key file prints it)";
+
+impl Settings {
+    fn new(args: &ClientArgs) -> anyhow::Result<Settings> {
+        let file: ClientFile = match &args.config {
+            Some(path) => config::load(path)?,
+            None => ClientFile::default(),
+        };
+        let here = |p: &PathBuf| match &args.config {
+            Some(config) => config::beside(config, p),
+            None => p.clone(),
+        };
+        let server = args.server.clone().or(file.server.clone());
+        let peer = match (args.peer, &file.peer) {
+            (Some(peer), _) => Some(peer),
+            (None, Some(text)) => Some(
+                text.parse::<PublicKey>()
+                    .map_err(|e| usage(format!("peer in the file: {e}")))?,
+            ),
+            (None, None) => None,
+        };
+        let (Some(server), Some(peer)) = (server, peer) else {
+            return Err(usage(CLIENT_NEEDS_THE_SERVER));
+        };
+        let keypair = match args.key.clone().or_else(|| file.key.as_ref().map(here)) {
+            Some(path) => crate::keys::read_keypair(&path)?,
+            None => ltx::generate_keypair(),
+        };
+        let mut forwards = Vec::new();
+        for table in &file.forward {
+            let text = format!("{}:{}", table.listen, table.to);
+            forwards.push(
+                parse_local_forward(&text)
+                    .map_err(|e| usage(format!("[[forward]] in the file: {e}")))?,
+            );
+        }
+        forwards.extend(args.local.iter().cloned());
+        let socks = match (args.socks, &file.socks) {
+            (Some(socks), _) => Some(socks),
+            (None, Some(table)) => Some(
+                parse_socks(&table.listen)
+                    .map_err(|e| usage(format!("[socks] in the file: {e}")))?,
+            ),
+            (None, None) => None,
+        };
+        if forwards.is_empty() && socks.is_none() {
+            return Err(usage(CLIENT_NEEDS_A_FORWARD));
+        }
+        let duration =
+            |flag: Option<Duration>, text: &Option<String>, name: &str| match (flag, text) {
+                (Some(d), _) => Ok(Some(d)),
+                (None, Some(t)) => parse_duration(t)
+                    .map(Some)
+                    .map_err(|e| usage(format!("{name} in the file: {e}"))),
+                (None, None) => Ok(None),
+            };
+        let idle_timeout = duration(args.idle_timeout, &file.idle_timeout, "idle_timeout")?
+            .unwrap_or(TUNNEL_IDLE_TIMEOUT);
+        let connect_timeout = duration(
+            args.connect_timeout,
+            &file.connect_timeout,
+            "connect_timeout",
+        )?
+        .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+        if connect_timeout.is_zero() {
+            return Err(usage("--connect-timeout must be above zero"));
+        }
+        Ok(Settings {
+            server,
+            peer,
+            security: SecurityConfig::new(keypair),
+            forwards,
+            socks,
+            idle_timeout,
+            connect_timeout,
+        })
+    }
+}
+
+/// Runs `ltx tunnel client`.
+pub(crate) fn run(args: &ClientArgs) -> anyhow::Result<()> {
+    super::init_logging(args.verbose);
+    let settings = Settings::new(args)?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    runtime.block_on(forward_all(settings))
+}
+
+async fn forward_all(settings: Settings) -> anyhow::Result<()> {
+    // Local ports first: a port in use is said at once, not after a
+    // handshake.
+    let mut forwards = Vec::new();
+    for forward in &settings.forwards {
+        let listener = TcpListener::bind(forward.listen)
+            .await
+            .with_context(|| format!("listening on {} (-L for {})", forward.listen, forward.to))?;
+        forwards.push((listener, forward.to.clone()));
+    }
+    let socks = match settings.socks {
+        Some(address) => Some(
+            TcpListener::bind(address)
+                .await
+                .with_context(|| format!("listening on {address} (--socks)"))?,
+        ),
+        None => None,
+    };
+    let server = resolve(&settings.server).await?;
+    let local: SocketAddr = if server.is_ipv4() {
+        "0.0.0.0:0".parse()?
+    } else {
+        "[::]:0".parse()?
+    };
+    let mut config = EndpointConfig::client();
+    config.security = Security::Noise(settings.security);
+    config.transport = tunnel_transport();
+    config
+        .transport
+        .set_idle_timeout(settings.idle_timeout)
+        .map_err(|e| usage(format!("--idle-timeout: {e}")))?;
+    let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
+    let client = TunnelClient::connect(endpoint, server, settings.peer, settings.connect_timeout)
+        .await
+        .map_err(|e| connect_error(e, server, settings.connect_timeout))?;
+    let client = Arc::new(client);
+    eprintln!("connected to the tunnel server {server}");
+    let mut tasks = JoinSet::new();
+    for (listener, to) in forwards {
+        eprintln!("forwarding {} -> {to}", listener.local_addr()?);
+        tasks.spawn(serve_forward(listener, to, client.clone()));
+    }
+    if let Some(listener) = socks {
+        let address = listener.local_addr()?;
+        if !address.ip().is_loopback() {
+            tracing::warn!(
+                "SOCKS5 on {address} has no authentication: anyone who reaches that address \
+                 can use the tunnel"
+            );
+        }
+        eprintln!("SOCKS5 on {address}");
+        tasks.spawn(serve_socks(listener, client.clone()));
+    }
+    super::notify_ready();
+    match tasks.join_next().await {
+        Some(ended) => ended.context("a listener task")?,
+        None => bail!("nothing to forward"),
+    }
+}
+
+/// A failed first connection, as `ltx send` says it: no answer is exit 3
+/// with what to check.
+fn connect_error(error: ConnectError, server: SocketAddr, waited: Duration) -> anyhow::Error {
+    match error {
+        ConnectError::Closed(CloseReason::HandshakeTimeout) => anyhow!(
+            "{server} did not answer in {} s; {NO_ANSWER_HINT}",
+            waited.as_secs()
+        )
+        .context(Failed(Failure::Unreachable)),
+        other => {
+            anyhow::Error::new(other).context(format!("connecting to the tunnel server {server}"))
+        }
+    }
+}
+
+/// Accepts connections on a `-L` port and forwards each.
+async fn serve_forward(
+    listener: TcpListener,
+    to: Destination,
+    client: Arc<TunnelClient>,
+) -> anyhow::Result<()> {
+    loop {
+        let (tcp, from) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of descriptors, most often: wait, and go on.
+                tracing::warn!("accepting on {}: {e}", listener.local_addr()?);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let (client, to) = (client.clone(), to.clone());
+        tokio::spawn(async move {
+            match client.forward(tcp, &to).await {
+                Ok(spliced) => log_end(from, &to, &spliced),
+                Err(e) => tracing::warn!("{from} -> {to}: {e}"),
+            }
+        });
+    }
+}
+
+/// Accepts SOCKS clients and serves each.
+async fn serve_socks(listener: TcpListener, client: Arc<TunnelClient>) -> anyhow::Result<()> {
+    loop {
+        let (tcp, from) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!("accepting on {}: {e}", listener.local_addr()?);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let client = client.clone();
+        tokio::spawn(async move {
+            match serve_socks5(&client, tcp).await {
+                Ok((to, spliced)) => log_end(from, &to, &spliced),
+                Err(ltx_tunnel::SocksFailure::NotOpened {
+                    destination,
+                    error: OpenError::NotOpened(result),
+                }) => tracing::warn!("{from} -> {destination} (SOCKS): {result}"),
+                Err(e) => tracing::warn!("{from} (SOCKS): {e}"),
+            }
+        });
+    }
+}
+
+fn log_end(from: SocketAddr, to: &Destination, spliced: &Spliced) {
+    match &spliced.end {
+        SpliceEnd::Closed => tracing::debug!(
+            "{from} -> {to}: closed, {} bytes sent, {} received",
+            spliced.to_stream,
+            spliced.to_tcp
+        ),
+        SpliceEnd::Reset(Broken::NotOpened(result)) => tracing::warn!("{from} -> {to}: {result}"),
+        SpliceEnd::Reset(why) => tracing::debug!("{from} -> {to}: reset: {why}"),
+    }
+}
+
+/// The socket address of `HOST:PORT`, looked up if it is a name.
+async fn resolve(target: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(addr) = target.parse() {
+        return Ok(addr);
+    }
+    if !target.contains(':') {
+        return Err(usage(format!("--server {target:?} is not HOST:PORT")));
+    }
+    tokio::net::lookup_host(target)
+        .await
+        .with_context(|| format!("looking up {target}"))?
+        .next()
+        .ok_or_else(|| anyhow!("{target} has no address"))
+}

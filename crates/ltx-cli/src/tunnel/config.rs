@@ -1,0 +1,158 @@
+//! `--config FILE`: the TOML files that hold what the flags hold, so that
+//! a tunnel runs as a service. Relative paths in a file are relative to
+//! the file's directory. A flag given on the command line wins over the
+//! file's value; lists (`permit`, forwards) are the file's and the flags'
+//! together. Unknown keys are refused, so that a misspelt setting is not
+//! silently ignored.
+//!
+//! ```toml
+//! # ltx tunnel server --config server.toml
+//! listen = "0.0.0.0:7000"
+//! key = "server.key"
+//! allow = "clients.txt"
+//! permit = ["10.0.0.0/8:22", "db.internal:5432"]
+//! max_streams = 256
+//! idle_timeout = "5min"
+//! ```
+//!
+//! ```toml
+//! # ltx tunnel client --config client.toml
+//! server = "tunnel.example.net:7000"
+//! peer = "<the server's public key>"
+//! key = "client.key"
+//!
+//! [[forward]]
+//! listen = "127.0.0.1:2222"
+//! to = "db.internal:22"
+//!
+//! [socks]
+//! listen = "127.0.0.1:1080"
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use ltx_cli::exit::{Failed, Failure};
+use serde::Deserialize;
+
+/// The server's file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServerFile {
+    pub(crate) listen: Option<String>,
+    pub(crate) key: Option<PathBuf>,
+    pub(crate) allow: Option<PathBuf>,
+    #[serde(default)]
+    pub(crate) allow_any_client: bool,
+    #[serde(default)]
+    pub(crate) permit: Vec<String>,
+    pub(crate) max_streams: Option<usize>,
+    pub(crate) idle_timeout: Option<String>,
+    pub(crate) connect_timeout: Option<String>,
+}
+
+/// One `[[forward]]` table of the client's file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ForwardTable {
+    /// `[BIND:]PORT` on this machine.
+    pub(crate) listen: String,
+    /// `HOST:PORT` reached from the server.
+    pub(crate) to: String,
+}
+
+/// The `[socks]` table of the client's file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SocksTable {
+    /// `[BIND:]PORT` on this machine.
+    pub(crate) listen: String,
+}
+
+/// The client's file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClientFile {
+    pub(crate) server: Option<String>,
+    pub(crate) peer: Option<String>,
+    pub(crate) key: Option<PathBuf>,
+    #[serde(default)]
+    pub(crate) forward: Vec<ForwardTable>,
+    pub(crate) socks: Option<SocksTable>,
+    pub(crate) idle_timeout: Option<String>,
+    pub(crate) connect_timeout: Option<String>,
+}
+
+/// Reads and parses a file: unreadable is a local file error (exit 6),
+/// not TOML of the expected shape a usage error (exit 2).
+pub(crate) fn load<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the configuration file {}", path.display()))
+        .context(Failed(Failure::LocalFile))?;
+    toml::from_str(&text)
+        .with_context(|| format!("in the configuration file {}", path.display()))
+        .context(Failed(Failure::Usage))
+}
+
+/// A path from a file, relative to the file's directory.
+pub(crate) fn beside(config: &Path, path: &Path) -> PathBuf {
+    match config.parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_files_parse() {
+        let server: ServerFile = toml::from_str(
+            r#"
+            listen = "0.0.0.0:7000"
+            key = "server.key"
+            allow = "clients.txt"
+            permit = ["10.0.0.0/8:22", "db.internal:5432"]
+            max_streams = 256
+            idle_timeout = "5min"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(server.permit.len(), 2);
+        let client: ClientFile = toml::from_str(
+            r#"
+            server = "tunnel.example.net:7000"
+            peer = "00"
+            key = "client.key"
+            [[forward]]
+            listen = "127.0.0.1:2222"
+            to = "db.internal:22"
+            [[forward]]
+            listen = "8080"
+            to = "intranet:80"
+            [socks]
+            listen = "127.0.0.1:1080"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(client.forward.len(), 2);
+        assert_eq!(client.socks.unwrap().listen, "127.0.0.1:1080");
+    }
+
+    #[test]
+    fn a_misspelt_key_is_refused() {
+        let error = toml::from_str::<ServerFile>("permits = [\"*\"]").unwrap_err();
+        assert!(error.to_string().contains("permits"), "{error}");
+    }
+
+    #[test]
+    fn relative_paths_are_beside_the_file() {
+        let config = Path::new("/etc/ltx/server.toml");
+        assert_eq!(
+            beside(config, Path::new("server.key")),
+            Path::new("/etc/ltx/server.key")
+        );
+        assert_eq!(beside(config, Path::new("/k")), Path::new("/k"));
+    }
+}

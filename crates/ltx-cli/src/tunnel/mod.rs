@@ -1,0 +1,94 @@
+//! `ltx tunnel server` and `ltx tunnel client`: unmodified TCP
+//! applications carried over one ltx connection, one stream per TCP
+//! connection (the `ltx-tunnel` crate), with the keys, exit codes and
+//! messages of `ltx send` and `ltx recv`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::anyhow;
+use clap::Subcommand;
+use ltx::Endpoint;
+use ltx_cli::exit::{Failed, Failure};
+
+mod client;
+mod config;
+mod forward_spec;
+mod server;
+
+/// The `ltx tunnel` commands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TunnelCommand {
+    /// Accept tunnel clients and connect their TCP connections to the
+    /// destinations --permit names (and no others).
+    Server(server::ServerArgs),
+    /// Carry local TCP connections (-L, --socks) through a tunnel server.
+    Client(client::ClientArgs),
+}
+
+/// Runs an `ltx tunnel` command.
+pub(crate) fn run(command: &TunnelCommand) -> anyhow::Result<()> {
+    match command {
+        TunnelCommand::Server(args) => server::run(args),
+        TunnelCommand::Client(args) => client::run(args),
+    }
+}
+
+/// A usage error (exit 2) with this message.
+fn usage(message: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("{message}").context(Failed(Failure::Usage))
+}
+
+/// Logs to stderr: what each side did with each connection, at `info`
+/// (`debug` with --verbose, which adds every stream).
+fn init_logging(verbose: bool) {
+    let level = if verbose {
+        tracing::Level::DEBUG
+    } else {
+        tracing::Level::INFO
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .try_init();
+}
+
+/// Tells systemd (a `Type=notify` unit) that the tunnel is ready: its
+/// sockets are bound and, on the client, the server answered. Does
+/// nothing outside systemd.
+fn notify_ready() {
+    if let Err(e) = sd_notify::notify(&[sd_notify::NotifyState::Ready]) {
+        tracing::warn!("could not tell systemd the tunnel is ready: {e}");
+    }
+}
+
+/// How long a refusal of one client for one reason is not logged again.
+const REFUSAL_QUIET: Duration = Duration::from_secs(10);
+
+/// Logs each handshake the server refuses, with the reason and what to
+/// change; a client sends its first flight several times, so one line per
+/// client and reason every [`REFUSAL_QUIET`].
+async fn log_refusals(endpoint: Endpoint) {
+    let mut last_logged: HashMap<(SocketAddr, String), Instant> = HashMap::new();
+    while let Some(refusal) = endpoint.refused_handshake().await {
+        let why = match refusal.reason {
+            ltx::HandshakeError::NotAllowed(key) => {
+                format!("its key {key} is not allowed (add it to the --allow file)")
+            }
+            ltx::HandshakeError::Unauthentic => "its handshake did not authenticate: the \
+                client has another public key for this server (--peer)"
+                .to_owned(),
+            other => other.to_string(),
+        };
+        let now = Instant::now();
+        last_logged.retain(|_, at| now.duration_since(*at) < REFUSAL_QUIET);
+        if last_logged
+            .insert((refusal.from, why.clone()), now)
+            .is_none()
+        {
+            tracing::warn!("refused a client's handshake from {}: {why}", refusal.from);
+        }
+    }
+}

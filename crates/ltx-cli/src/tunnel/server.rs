@@ -1,0 +1,220 @@
+//! `ltx tunnel server`: takes clients' connections and connects their
+//! streams to the destinations the permit rules name.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use ltx::{AllowList, Endpoint, EndpointConfig, Security, SecurityConfig};
+use ltx_cli::exit::{Failed, Failure};
+use ltx_sim::units::parse_duration;
+use ltx_tunnel::policy::{PermitRule, Policy};
+use ltx_tunnel::{tunnel_transport, ServerConfig, TunnelServer, TUNNEL_IDLE_TIMEOUT};
+
+use super::config::{self, ServerFile};
+use super::usage;
+
+/// The UDP address a server listens on by default.
+const DEFAULT_LISTEN: &str = "0.0.0.0:7000";
+
+/// The arguments of `ltx tunnel server`.
+#[derive(Debug, Args)]
+#[command(after_help = ltx_cli::exit::EXIT_CODES)]
+pub(crate) struct ServerArgs {
+    /// The UDP address to listen on, ADDRESS:PORT or a port alone (every
+    /// IPv4 address) [default: 0.0.0.0:7000].
+    #[arg(long, value_parser = crate::addr::parse_listen)]
+    listen: Option<SocketAddr>,
+    /// This server's private key file, from `ltx keygen` (required).
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
+    /// A file of the client public keys this server accepts, one per line
+    /// (`#` starts a comment). Required, unless --allow-any-client.
+    #[arg(long, value_name = "FILE")]
+    allow: Option<PathBuf>,
+    /// Accept any client that knows this server's public key (no --allow
+    /// list).
+    #[arg(long, conflicts_with = "allow")]
+    allow_any_client: bool,
+    /// A destination clients may reach (repeatable; nothing else is
+    /// reached): HOST:PORTS, ADDRESS:PORTS, CIDR:PORTS, *.DOMAIN:PORTS,
+    /// or '*' for everything. PORTS is N, N-M or *.
+    #[arg(long, value_name = "RULE", value_parser = parse_rule)]
+    permit: Vec<PermitRule>,
+    /// Streams (TCP connections) one client may have open at once
+    /// [default: 256].
+    #[arg(long, value_name = "N")]
+    max_streams: Option<usize>,
+    /// Give up a client's connection, and its TCP connections, after this
+    /// long without a word from it [default: 5min].
+    #[arg(long, value_parser = parse_duration)]
+    idle_timeout: Option<Duration>,
+    /// How long a connection to a destination may take [default: 10s].
+    #[arg(long, value_parser = parse_duration)]
+    connect_timeout: Option<Duration>,
+    /// A TOML file holding these settings (see docs/tunnel.md); flags win
+    /// over it, and --permit rules add to its.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Log every stream, not only clients and refusals.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+fn parse_rule(text: &str) -> Result<PermitRule, String> {
+    text.parse()
+        .map_err(|e: ltx_tunnel::policy::PermitError| e.to_string())
+}
+
+/// Everything a server runs with: the flags over the file, checked.
+struct Settings {
+    listen: SocketAddr,
+    security: SecurityConfig,
+    idle_timeout: Duration,
+    server: ServerConfig,
+}
+
+const SERVER_NEEDS_A_KEY: &str = "ltx tunnel server needs a key pair, so that clients can \
+tell it from an impostor. Make one, once:
+    ltx keygen --out server.key
+then start the server with it (--key server.key) and give each client the public key \
+that keygen printed.";
+
+const SERVER_NEEDS_CLIENTS: &str = "ltx tunnel server needs to know its clients: give \
+--allow FILE with their public keys, one per line (each client prints its own with \
+`ltx keygen --show client.key`), or --allow-any-client to accept any client that knows \
+this server's public key.";
+
+const SERVER_NEEDS_PERMITS: &str = "ltx tunnel server permits no destination unless told: \
+give --permit for each, e.g. --permit 127.0.0.1:22 --permit 10.0.0.0/8:443 --permit \
+db.internal:5432, or --permit '*' for everything (an open proxy for every allowed client).";
+
+impl Settings {
+    fn new(args: &ServerArgs) -> anyhow::Result<Settings> {
+        let file: ServerFile = match &args.config {
+            Some(path) => config::load(path)?,
+            None => ServerFile::default(),
+        };
+        let here = |p: &PathBuf| match &args.config {
+            Some(config) => config::beside(config, p),
+            None => p.clone(),
+        };
+        let listen = match (args.listen, &file.listen) {
+            (Some(listen), _) => listen,
+            (None, Some(text)) => crate::addr::parse_listen(text).map_err(usage)?,
+            (None, None) => DEFAULT_LISTEN.parse().expect("a valid address"),
+        };
+        let key = args.key.clone().or_else(|| file.key.as_ref().map(here));
+        let Some(key) = key else {
+            return Err(usage(SERVER_NEEDS_A_KEY));
+        };
+        let mut security = SecurityConfig::new(crate::keys::read_keypair(&key)?);
+        let allow = args.allow.clone().or_else(|| file.allow.as_ref().map(here));
+        let any_client = args.allow_any_client || file.allow_any_client;
+        match (allow, any_client) {
+            (Some(_), true) => {
+                return Err(usage(
+                    "--allow and --allow-any-client (allow_any_client) exclude each other",
+                ))
+            }
+            (None, false) => return Err(usage(SERVER_NEEDS_CLIENTS)),
+            (None, true) => {}
+            (Some(path), false) => {
+                let allowed = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading the allow file {}", path.display()))
+                    .context(Failed(Failure::LocalFile))?
+                    .parse::<AllowList>()
+                    .with_context(|| format!("in the allow file {}", path.display()))
+                    .context(Failed(Failure::Usage))?;
+                security.allowed_clients = Some(Arc::new(allowed));
+            }
+        }
+        let mut rules = Vec::new();
+        for text in &file.permit {
+            rules.push(parse_rule(text).map_err(|e| usage(format!("permit in the file: {e}")))?);
+        }
+        rules.extend(args.permit.iter().cloned());
+        if rules.is_empty() {
+            return Err(usage(SERVER_NEEDS_PERMITS));
+        }
+        let duration =
+            |flag: Option<Duration>, text: &Option<String>, name: &str| match (flag, text) {
+                (Some(d), _) => Ok(Some(d)),
+                (None, Some(t)) => parse_duration(t)
+                    .map(Some)
+                    .map_err(|e| usage(format!("{name} in the file: {e}"))),
+                (None, None) => Ok(None),
+            };
+        let idle_timeout = duration(args.idle_timeout, &file.idle_timeout, "idle_timeout")?
+            .unwrap_or(TUNNEL_IDLE_TIMEOUT);
+        let mut server = ServerConfig::new(Policy::new(rules));
+        if let Some(timeout) = duration(
+            args.connect_timeout,
+            &file.connect_timeout,
+            "connect_timeout",
+        )? {
+            server.set_connect_timeout(timeout);
+        }
+        match args.max_streams.or(file.max_streams) {
+            Some(0) => return Err(usage("--max-streams: 0 would refuse every stream")),
+            Some(n) => {
+                server.set_max_streams(n);
+            }
+            None => {}
+        }
+        Ok(Settings {
+            listen,
+            security,
+            idle_timeout,
+            server,
+        })
+    }
+}
+
+/// Runs `ltx tunnel server`.
+pub(crate) fn run(args: &ServerArgs) -> anyhow::Result<()> {
+    super::init_logging(args.verbose);
+    let settings = Settings::new(args)?;
+    let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
+    runtime.block_on(serve(settings))
+}
+
+async fn serve(settings: Settings) -> anyhow::Result<()> {
+    let public_key = settings.security.keypair.public();
+    let accepting = match &settings.security.allowed_clients {
+        Some(allowed) => format!("from the {} allowed client key(s)", allowed.len()),
+        None => "from any client that has the key".into(),
+    };
+    let mut config = EndpointConfig::server();
+    config.security = Security::Noise(settings.security);
+    config.transport = tunnel_transport();
+    config
+        .transport
+        .set_idle_timeout(settings.idle_timeout)
+        .map_err(|e| usage(format!("--idle-timeout: {e}")))?;
+    let endpoint = Endpoint::bind(settings.listen, config)
+        .with_context(|| format!("listening on {}", settings.listen))?;
+    let rules: Vec<String> = settings
+        .server
+        .policy()
+        .rules()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    // Always on stderr, whatever the log level: a script that asked for
+    // port 0 learns the port, and the operator the key clients need.
+    eprintln!(
+        "tunnel server on {} (UDP) {accepting}, public key {public_key}; permitting {}; \
+         at most {} streams per client",
+        endpoint.local_addr(),
+        rules.join(", "),
+        settings.server.max_streams()
+    );
+    tokio::spawn(super::log_refusals(endpoint.clone()));
+    super::notify_ready();
+    TunnelServer::new(settings.server).serve(endpoint).await;
+    Err(anyhow::anyhow!("the endpoint stopped taking connections"))
+}

@@ -1,0 +1,40 @@
+//! The transport settings a tunnel's connections run with.
+
+use std::time::Duration;
+
+use ltx::TransportConfig;
+
+/// How long a tunnel's connection survives silence (an outage, a
+/// suspended laptop) before it and its TCP connections are given up.
+pub const TUNNEL_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How often an idle tunnel pings, so that NAT bindings and the peer's
+/// idle timer stay alive while no TCP connection sends anything.
+pub const TUNNEL_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Bytes one stream may have in flight beyond what its reader took: a
+/// stalled reader (a paused download) holds at most this much of the
+/// connection's receive window, so the others keep moving. At 4 MiB one
+/// stream still fills a 50 Mbit/s path with a 600 ms round trip.
+pub const TUNNEL_STREAM_WINDOW: u64 = 4 << 20;
+
+/// Streams a client may open over the life of one connection. The
+/// transport keeps a little state for every stream it ever carried, so
+/// this bounds that; a client whose connection has opened them all makes
+/// a new connection for the next ones.
+pub const TUNNEL_STREAMS_PER_CONNECTION: u64 = 16_384;
+
+/// The transport of a tunnel's connections, on either side: the defaults
+/// of [`TransportConfig`] with the idle time-out, keep-alive, stream
+/// window and stream count above.
+pub fn tunnel_transport() -> TransportConfig {
+    let mut transport = TransportConfig::default();
+    transport
+        .set_idle_timeout(TUNNEL_IDLE_TIMEOUT)
+        .expect("a non-zero idle time-out");
+    transport
+        .set_keep_alive(Some(TUNNEL_KEEP_ALIVE))
+        .set_stream_receive_window(TUNNEL_STREAM_WINDOW)
+        .set_max_streams(TUNNEL_STREAMS_PER_CONNECTION);
+    transport
+}
