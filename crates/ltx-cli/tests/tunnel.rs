@@ -703,3 +703,65 @@ fn both_sides_tell_systemd_when_they_are_ready() {
     let _ = client.wait();
     let _ = server.wait();
 }
+
+/// The text `GET /metrics` on `addr` answers with.
+fn scrape(addr: &str) -> String {
+    use std::io::{Read, Write};
+    let mut tcp = TcpStream::connect(addr).expect("the metrics endpoint");
+    tcp.set_read_timeout(Some(BOUND)).unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).expect("the answer");
+    text
+}
+
+#[test]
+fn a_server_serves_metrics_and_both_ends_write_qlog() {
+    let target = serve(echo);
+    let traces = tempfile::tempdir().expect("a temporary directory");
+    let (server_qlog, client_qlog) = (traces.path().join("s"), traces.path().join("c"));
+    let server = start_server(
+        &[target.to_string()],
+        &[
+            "--metrics",
+            "127.0.0.1:0",
+            "--qlog",
+            server_qlog.to_str().unwrap(),
+        ],
+    );
+    let metrics = server
+        .running
+        .line_with("metrics for Prometheus at http://");
+    let metrics = metrics
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .expect("the metrics address")
+        .to_owned();
+    let forward = format!("127.0.0.1:0:{target}");
+    let (client, locals) = start_client(
+        &server,
+        &["-L", &forward, "--qlog", client_qlog.to_str().unwrap()],
+    );
+    let data = random_bytes(200_000, 9);
+    assert!(exchange(connect(locals[0]), data.clone()) == data);
+
+    let text = scrape(&metrics);
+    assert!(
+        text.contains("ltx_connections_accepted_total 1\n"),
+        "{text}"
+    );
+    assert!(text.contains("ltx_connections_open 1\n"), "{text}");
+    let read: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ltx_stream_bytes_read_total "))
+        .and_then(|v| v.parse().ok())
+        .expect("stream bytes read");
+    assert!(read >= 200_000.0, "{text}");
+
+    drop(client);
+    for dir in [&server_qlog, &client_qlog] {
+        let files: Vec<_> = std::fs::read_dir(dir).expect("a qlog directory").collect();
+        assert_eq!(files.len(), 1, "{dir:?}");
+    }
+}

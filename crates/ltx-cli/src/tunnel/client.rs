@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::observe::{Observe, TunnelObserveArgs};
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
 use ltx::{
@@ -65,6 +66,8 @@ pub(crate) struct ClientArgs {
     /// Log every TCP connection, not only failures.
     #[arg(short, long)]
     verbose: bool,
+    #[command(flatten)]
+    observe: TunnelObserveArgs,
 }
 
 /// Everything a client runs with: the flags over the file, checked.
@@ -75,6 +78,7 @@ struct Settings {
     forwards: Vec<LocalForward>,
     socks: Option<SocketAddr>,
     idle_timeout: Duration,
+    observe: Observe,
     connect_timeout: Duration,
 }
 
@@ -156,7 +160,14 @@ impl Settings {
         if connect_timeout.is_zero() {
             return Err(usage("--connect-timeout must be above zero"));
         }
+        let observe = Observe::new(
+            &args.observe,
+            file.metrics.as_deref(),
+            file.qlog.as_ref(),
+            here,
+        )?;
         Ok(Settings {
+            observe,
             server,
             peer,
             security: SecurityConfig::new(keypair),
@@ -207,12 +218,19 @@ async fn forward_all(settings: Settings) -> anyhow::Result<()> {
         .transport
         .set_idle_timeout(settings.idle_timeout)
         .map_err(|e| usage(format!("--idle-timeout: {e}")))?;
+    settings.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
-    let client = TunnelClient::connect(endpoint, server, settings.peer, settings.connect_timeout)
-        .await
-        .map_err(|e| connect_error(e, server, settings.connect_timeout))?;
+    let client = TunnelClient::connect(
+        endpoint.clone(),
+        server,
+        settings.peer,
+        settings.connect_timeout,
+    )
+    .await
+    .map_err(|e| connect_error(e, server, settings.connect_timeout))?;
     let client = Arc::new(client);
     eprintln!("connected to the tunnel server {server}");
+    let _metrics = settings.observe.start_metrics(&endpoint).await?;
     let mut tasks = JoinSet::new();
     for (listener, to) in forwards {
         eprintln!("forwarding {} -> {to}", listener.local_addr()?);

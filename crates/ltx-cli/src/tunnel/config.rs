@@ -49,6 +49,8 @@ pub(crate) struct ServerFile {
     pub(crate) max_streams: Option<usize>,
     pub(crate) idle_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,
+    pub(crate) metrics: Option<String>,
+    pub(crate) qlog: Option<PathBuf>,
 }
 
 /// One `[[forward]]` table of the client's file.
@@ -81,6 +83,8 @@ pub(crate) struct ClientFile {
     pub(crate) socks: Option<SocksTable>,
     pub(crate) idle_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,
+    pub(crate) metrics: Option<String>,
+    pub(crate) qlog: Option<PathBuf>,
 }
 
 /// Reads and parses a file: unreadable is a local file error (exit 6),

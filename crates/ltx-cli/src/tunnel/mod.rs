@@ -15,6 +15,7 @@ use ltx_cli::exit::{Failed, Failure};
 mod client;
 mod config;
 mod forward_spec;
+mod observe;
 mod server;
 
 /// The `ltx tunnel` commands.

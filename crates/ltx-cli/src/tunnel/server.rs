@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::observe::{Observe, TunnelObserveArgs};
 use anyhow::Context;
 use clap::Args;
 use ltx::{AllowList, Endpoint, EndpointConfig, Security, SecurityConfig};
@@ -62,6 +63,8 @@ pub(crate) struct ServerArgs {
     /// Log every stream, not only clients and refusals.
     #[arg(short, long)]
     verbose: bool,
+    #[command(flatten)]
+    observe: TunnelObserveArgs,
 }
 
 fn parse_rule(text: &str) -> Result<PermitRule, String> {
@@ -74,6 +77,7 @@ struct Settings {
     listen: SocketAddr,
     security: SecurityConfig,
     idle_timeout: Duration,
+    observe: Observe,
     server: ServerConfig,
 }
 
@@ -165,7 +169,14 @@ impl Settings {
             }
             None => {}
         }
+        let observe = Observe::new(
+            &args.observe,
+            file.metrics.as_deref(),
+            file.qlog.as_ref(),
+            here,
+        )?;
         Ok(Settings {
+            observe,
             listen,
             security,
             idle_timeout,
@@ -195,6 +206,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         .transport
         .set_idle_timeout(settings.idle_timeout)
         .map_err(|e| usage(format!("--idle-timeout: {e}")))?;
+    settings.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(settings.listen, config)
         .with_context(|| format!("listening on {}", settings.listen))?;
     let rules: Vec<String> = settings
@@ -213,6 +225,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         rules.join(", "),
         settings.server.max_streams()
     );
+    let _metrics = settings.observe.start_metrics(&endpoint).await?;
     tokio::spawn(super::log_refusals(endpoint.clone()));
     super::notify_ready();
     TunnelServer::new(settings.server).serve(endpoint).await;
