@@ -35,6 +35,10 @@ use crate::keys::{SendKeys, NO_ANSWER_HINT};
 /// share of the connection.
 const LANES: u8 = 4;
 
+/// Time for what the driver has queued (the lanes' ends, then the close)
+/// to leave the socket before the process goes on.
+const CLOSE_LEAVES: Duration = Duration::from_millis(10);
+
 /// The arguments of `ltx send`.
 #[derive(Debug, Args)]
 pub(crate) struct SendArgs {
@@ -238,33 +242,20 @@ async fn send_all(
         return Err(error);
     }
     summary.report(args.json, &stats, !display.is_hidden());
-    // Every answer is in. The end of the lanes' streams tells the receiver
-    // that this side heard them; once it is delivered (nothing is in flight
-    // any more) the close goes out at once, and its wait after that (to
-    // answer a peer that missed it) is not needed: the receiver knows the
-    // transfer is over from the lanes.
-    let close_wait = stats.rtt * 2 + Duration::from_millis(100);
-    tokio::select! {
-        _ = connection.close() => {}
-        () = delivered(&connection) => {}
-        () = tokio::time::sleep(close_wait) => {}
-    }
+    // Every answer is in: the receiver has everything, and knows the
+    // transfer is over from the lanes. The end of the lanes' streams (that
+    // this side heard the answers) leaves now, the close right behind it;
+    // waiting for them to be acknowledged would cost a round trip for
+    // nothing, and a receiver that misses them ends by itself.
+    tokio::time::sleep(CLOSE_LEAVES).await;
+    connection.abort(
+        ltx_proto::event::codes::NO_ERROR,
+        "the transfer is complete",
+    );
+    let _ = tokio::time::timeout(CLOSE_LEAVES, connection.closed()).await;
     match summary.first_error() {
         Some(error) => Err(error),
         None => Ok(()),
-    }
-}
-
-/// Resolves once nothing this side sent is in flight, and the close that
-/// follows has had a moment to leave.
-async fn delivered(connection: &Connection) {
-    const LOOK_EVERY: Duration = Duration::from_millis(5);
-    loop {
-        tokio::time::sleep(LOOK_EVERY).await;
-        if connection.stats().bytes_in_flight == 0 {
-            tokio::time::sleep(LOOK_EVERY).await;
-            return;
-        }
     }
 }
 
