@@ -5,28 +5,25 @@ use std::collections::{HashMap, VecDeque};
 use std::future::poll_fn;
 use std::io;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use ltx_proto::accept::packet::{InitialDatagram, RetryPacket};
-use ltx_proto::accept::{AcceptStats, Acceptor, Decision, ServerLoad};
-use ltx_proto::protection::{HandshakeError, PublicKey, SecurityConfig, StaticKeypair, KEY_LEN};
+use ltx_proto::accept::{Acceptor, Decision, ServerLoad};
+use ltx_proto::protection::{HandshakeError, PublicKey};
 use ltx_proto::wire::{ConnectionId, Header};
-use ltx_proto::{
-    AcceptConfig, CloseReason, ConnectionStats, EcnCodepoint, Event, Side, StreamId,
-    TransportConfig,
-};
-use rand::rngs::{OsRng, SmallRng};
-use rand::{Rng, SeedableRng, TryRngCore};
+use ltx_proto::{CloseReason, EcnCodepoint, Event, Side, StreamId};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use tokio::sync::Notify;
 
+pub(crate) use crate::config::{entropy, EndpointConfig, Security};
 use crate::connection::Connection;
 use crate::error::ConnectError;
 use crate::qlog::QlogFile;
 use crate::socket::{SendQueue, UdpIo};
-use crate::totals::EndpointTotals;
+use crate::totals::{EndpointStats, EndpointTotals};
 
 /// How many seeds a new connection tries before giving up on a connection
 /// id that no other connection of the endpoint uses: ids have 32 bits, so
@@ -49,122 +46,6 @@ fn with_unused_cid<E>(
         }
     }
     Ok(None)
-}
-
-/// How an endpoint's connections authenticate their peers and protect
-/// their packets.
-#[derive(Debug, Clone)]
-pub enum Security {
-    /// A Noise `IK` handshake that proves both ends' static keys, then
-    /// AES-256-GCM on every packet, with key updates and a replay window
-    /// (see [`ltx_proto::protection`]).
-    Noise(SecurityConfig),
-    /// A checksum only: no authentication and no secrecy. For measuring
-    /// what protection costs, on loopback, and for tests that are not
-    /// about security; never for a network path. Both ends must use it.
-    Plain,
-}
-
-/// A fresh static key pair from the operating system's random source.
-///
-/// # Panics
-/// If the operating system has no random source to give.
-pub fn generate_keypair() -> StaticKeypair {
-    StaticKeypair::from_entropy(entropy().expect("the operating system's random source"))
-}
-
-/// 32 bytes from the operating system's random source.
-fn entropy() -> Option<[u8; KEY_LEN]> {
-    let mut bytes = [0u8; KEY_LEN];
-    OsRng.try_fill_bytes(&mut bytes).ok()?;
-    Some(bytes)
-}
-
-/// How an endpoint behaves: the transport settings of its connections,
-/// its keys, and whether it takes connections from others.
-#[derive(Debug, Clone)]
-pub struct EndpointConfig {
-    /// The settings of every connection of this endpoint.
-    pub transport: TransportConfig,
-    /// Its key pair and whom it accepts. The constructors make a fresh key
-    /// pair that lives as long as the configuration: set one read from a
-    /// file for a server that clients must recognise, or a client that a
-    /// server's allow list must name.
-    pub security: Security,
-    /// Whether peers may connect to this endpoint (a server); a client-only
-    /// endpoint ignores their first packets.
-    pub accept_incoming: bool,
-    /// Connections that completed their handshake but were not yet taken
-    /// with [`Endpoint::accept`]; first packets beyond it are ignored, so a
-    /// flood of handshakes cannot grow memory without bound.
-    pub max_pending_incoming: usize,
-    /// Connections open at once; more are refused (incoming: ignored;
-    /// outgoing: [`ConnectError::TooManyConnections`]).
-    pub max_connections: usize,
-    /// How a server admits clients: when it asks for a stateless retry,
-    /// and its limits on half-open handshakes and connections per address
-    /// (see [`AcceptConfig`] for the defaults and why).
-    pub accept: AcceptConfig,
-    /// A directory to write each connection's trace to, as a qlog file
-    /// (`.sqlog`, JSON-SEQ) that qvis and other qlog tools open; `None`
-    /// writes none and costs nothing.
-    pub qlog_dir: Option<PathBuf>,
-}
-
-impl EndpointConfig {
-    /// A client endpoint: it connects to others and takes no connections.
-    /// Its key pair is fresh (see [`EndpointConfig::security`]).
-    pub fn client() -> EndpointConfig {
-        EndpointConfig {
-            transport: TransportConfig::default(),
-            security: Security::Noise(SecurityConfig::new(generate_keypair())),
-            accept_incoming: false,
-            max_pending_incoming: 64,
-            max_connections: 1024,
-            accept: AcceptConfig::default(),
-            qlog_dir: None,
-        }
-    }
-
-    /// A server endpoint: it takes connections (and may also connect), from
-    /// any client that knows its public key. Its key pair is fresh (see
-    /// [`EndpointConfig::security`]).
-    pub fn server() -> EndpointConfig {
-        EndpointConfig {
-            accept_incoming: true,
-            ..EndpointConfig::client()
-        }
-    }
-}
-
-impl Default for EndpointConfig {
-    /// A client endpoint.
-    fn default() -> EndpointConfig {
-        EndpointConfig::client()
-    }
-}
-
-/// What an endpoint holds and what it refused, for watching it under load.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct EndpointStats {
-    /// Connections it holds, in any state.
-    pub connections: usize,
-    /// Of those, server connections whose handshake is not complete (or
-    /// whose client's address is not yet proved).
-    pub half_open: usize,
-    /// Datagrams that reached the socket but no connection (see
-    /// [`Endpoint::unroutable_datagrams`]).
-    pub unroutable: u64,
-    /// Clients whose handshake a server connection refused (see
-    /// [`Endpoint::handshakes_refused`]).
-    pub handshakes_refused: u64,
-    /// What its acceptor decided about first packets: retries sent,
-    /// cookies refused, limits reached.
-    pub accept: AcceptStats,
-    /// Counts over every connection it has held, closed ones included.
-    pub totals: EndpointTotals,
-    /// The statistics of each connection it holds now.
-    pub open: Vec<ConnectionStats>,
 }
 
 /// Identifies a connection among the endpoint's.
@@ -963,6 +844,7 @@ fn fail(shared: &Shared, error: &io::Error) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ltx_proto::TransportConfig;
 
     fn client(seed: u64) -> ltx_proto::Connection {
         ltx_proto::Connection::client(TransportConfig::default(), Instant::now(), seed)

@@ -18,6 +18,7 @@
 //! paths on loopback without root: a UDP relay that runs the simulator's
 //! link model in real time.
 
+mod config;
 mod connection;
 mod endpoint;
 mod error;
@@ -28,10 +29,9 @@ pub mod shim;
 mod socket;
 mod totals;
 
+pub use config::{generate_keypair, EndpointConfig, Security};
 pub use connection::{Connection, RecvStream, SendStream};
-pub use endpoint::{
-    generate_keypair, Endpoint, EndpointConfig, EndpointStats, RefusedHandshake, Security,
-};
+pub use endpoint::{Endpoint, RefusedHandshake};
 pub use error::{ConnectError, ConnectionError, OpenStreamError};
 pub use ltx_proto::accept::AcceptStats;
 pub use ltx_proto::protection::{
@@ -41,4 +41,4 @@ pub use ltx_proto::protection::{
 pub use ltx_proto::{
     AcceptConfig, CloseReason, ConnectionStats, RetryPolicy, StreamId, TransportConfig,
 };
-pub use totals::{ClosedConnections, EndpointTotals};
+pub use totals::{ClosedConnections, EndpointStats, EndpointTotals};

@@ -1,7 +1,32 @@
-//! Counts over every connection an endpoint has held, closed ones
-//! included, so that they never go back: what a metrics exporter needs.
+//! What an endpoint reports about itself: what it holds now, and counts
+//! over every connection it has held, closed ones included, so that they
+//! never go back (what a metrics exporter needs).
 
+use ltx_proto::accept::AcceptStats;
 use ltx_proto::{CloseReason, ConnectionStats};
+
+/// What an endpoint holds and what it refused, for watching it under load.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EndpointStats {
+    /// Connections it holds, in any state.
+    pub connections: usize,
+    /// Of those, server connections whose handshake is not complete (or
+    /// whose client's address is not yet proved).
+    pub half_open: usize,
+    /// Datagrams that reached the socket but no connection (see
+    /// [`Endpoint::unroutable_datagrams`](crate::Endpoint::unroutable_datagrams)).
+    pub unroutable: u64,
+    /// Clients whose handshake a server connection refused (see
+    /// [`Endpoint::handshakes_refused`](crate::Endpoint::handshakes_refused)).
+    pub handshakes_refused: u64,
+    /// What its acceptor decided about first packets: retries sent,
+    /// cookies refused, limits reached.
+    pub accept: AcceptStats,
+    /// Counts over every connection it has held, closed ones included.
+    pub totals: EndpointTotals,
+    /// The statistics of each connection it holds now.
+    pub open: Vec<ConnectionStats>,
+}
 
 /// What an endpoint's connections did, summed over all of them since the
 /// endpoint was bound (see [`EndpointStats::totals`](crate::EndpointStats)).
