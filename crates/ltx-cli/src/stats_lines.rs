@@ -45,6 +45,7 @@ pub fn stats_json(stats: &ConnectionStats) -> Value {
         "retries": stats.retries,
         "amplification_limited": stats.amplification_limited,
         "stream_bytes_read": stats.stream_bytes_read,
+        "streams_open": stats.streams_open,
     })
 }
 
@@ -98,7 +99,7 @@ mod tests {
         assert_eq!(json["rtt_ms"], 600.0);
         assert_eq!(json["packets_lost"], 7);
         assert_eq!(json["repair_tail"], 3);
-        assert_eq!(json.as_object().map(|o| o.len()), Some(32));
+        assert_eq!(json.as_object().map(|o| o.len()), Some(33));
         let unmeasured = ConnectionStats {
             rtt_measured: false,
             ..stats

@@ -225,6 +225,11 @@ impl Collector for Totals {
                 stats.connections as i64,
             ),
             (
+                "ltx_streams_open",
+                "Streams of the open connections with a half still in use",
+                stats.open.iter().map(|c| c.streams_open).sum::<u64>() as i64,
+            ),
+            (
                 "ltx_connections_half_open",
                 "Server connections whose handshake or address validation is not complete",
                 stats.half_open as i64,

@@ -79,9 +79,13 @@ async fn a_scrape_during_and_after_a_transfer_counts_what_moved() {
             let server = server.clone();
             tokio::spawn(async move {
                 let connection = server.accept().await.expect("a connection");
-                let (_, mut recv) = connection.accept_stream().await.expect("a stream");
+                let (mut send, mut recv) = connection.accept_stream().await.expect("a stream");
                 let mut first = vec![0u8; 500_000];
                 recv.read_exact(&mut first).await.expect("the first half");
+                // An answer, acknowledged by the client: a receiver that
+                // only receives would measure no RTT to sample.
+                send.write_all(b"halfway").await.expect("an answer");
+                send.shutdown().await.expect("its end");
                 halfway_tx.send(()).expect("the test waits");
                 // The rest waits until the test has scraped: the
                 // connection is open meanwhile.
@@ -97,7 +101,7 @@ async fn a_scrape_during_and_after_a_transfer_counts_what_moved() {
             .await
             .expect("the handshake");
         let sender = tokio::spawn(async move {
-            let (mut send, _) = connection.open_stream().expect("a stream");
+            let (mut send, _answers) = connection.open_stream().expect("a stream");
             send.write_all(&vec![5u8; 1_000_000]).await.expect("write");
             send.shutdown().await.expect("finish");
             connection.close().await.expect("a clean close");
@@ -113,6 +117,7 @@ async fn a_scrape_during_and_after_a_transfer_counts_what_moved() {
 
         assert_eq!(during["ltx_connections_accepted_total"], 1.0);
         assert_eq!(during["ltx_connections_open"], 1.0);
+        assert_eq!(during["ltx_streams_open"], 1.0);
         assert_eq!(during["ltx_handshakes_completed_total"], 1.0);
         assert!(
             during["ltx_stream_bytes_read_total"] >= 500_000.0,
@@ -127,6 +132,7 @@ async fn a_scrape_during_and_after_a_transfer_counts_what_moved() {
 
         assert_eq!(after["ltx_stream_bytes_read_total"], 1_000_000.0);
         assert_eq!(after["ltx_connections_closed_total{reason=\"clean\"}"], 1.0);
+        assert_eq!(after["ltx_streams_open"], 0.0);
         for (series, value) in &during {
             if series.contains("_total") {
                 assert!(after[series] >= *value, "{series} went back");

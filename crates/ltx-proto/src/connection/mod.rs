@@ -369,6 +369,7 @@ impl Connection {
             bytes_in_flight: self.recovery.sent.bytes_in_flight,
             key_updates: self.protection.key_updates(),
             packets_missing: self.acks.received.missing(),
+            streams_open: self.streams.open_count(),
             ..self.stats
         }
     }

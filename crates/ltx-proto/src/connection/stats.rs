@@ -80,6 +80,9 @@ pub struct ConnectionStats {
     pub amplification_limited: u64,
     /// Stream bytes the application has read.
     pub stream_bytes_read: u64,
+    /// Streams with a half still in use (data or an end to send or to
+    /// read); closed and reset streams do not count.
+    pub streams_open: u64,
 }
 
 impl ConnectionStats {

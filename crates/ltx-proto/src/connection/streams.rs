@@ -184,6 +184,29 @@ pub(crate) struct StreamLimits {
 }
 
 impl Streams {
+    /// Streams with a half still in use: data or an end to send, or data
+    /// or an end the application has not read (a reset half is over).
+    pub(crate) fn open_count(&self) -> u64 {
+        let sending = |id: &StreamId| {
+            self.send.get(id).is_some_and(|s| {
+                matches!(
+                    s.state,
+                    SendState::Open | SendState::Finishing | SendState::ResetPending(_)
+                )
+            })
+        };
+        let receiving = |id: &StreamId| {
+            self.recv
+                .get(id)
+                .is_some_and(|r| !r.finished_read && r.reset.is_none())
+        };
+        let ids = self
+            .send
+            .keys()
+            .chain(self.recv.keys().filter(|id| !self.send.contains_key(id)));
+        ids.filter(|id| sending(id) || receiving(id)).count() as u64
+    }
+
     pub(crate) fn new(side: Side, limits: StreamLimits) -> Streams {
         Streams {
             side,
