@@ -2,12 +2,13 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use ltx_cli::{end_quietly_on_closed_stdout, exit};
 
 mod addr;
 mod cp;
 mod demo;
+mod docgen;
 mod emu;
 mod file_lines;
 mod keys;
@@ -28,6 +29,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Print a shell completion script (bash, zsh, fish, elvish,
+    /// powershell).
+    Completions(docgen::CompletionsArgs),
     /// Copy files to or from a host reached over ssh, which starts ltx
     /// there with one-time keys; the data goes over UDP (port 7000).
     Cp(cp::CpArgs),
@@ -39,6 +43,8 @@ enum Command {
     /// Make a key pair for `ltx recv` / `ltx send` (--key): writes the
     /// private key to a new file (mode 0600) and prints the public key.
     Keygen(keys::KeygenArgs),
+    /// Write the manual pages (ltx.1 and one per subcommand).
+    Man(docgen::ManArgs),
     /// Draw a qlog trace (from `--qlog`) as stacked time series: rates,
     /// window, RTT, loss and redundancy, symbols, repairs.
     Plot(plot::PlotArgs),
@@ -58,10 +64,12 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Completions(args) => docgen::completions(&args, Cli::command()),
         Command::Cp(args) => cp::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Emu(args) => emu::run(&args),
         Command::Keygen(args) => keys::run_keygen(&args),
+        Command::Man(args) => docgen::man(&args, Cli::command()),
         Command::Plot(args) => plot::run(&args),
         Command::Recv(args) => recv::run(&args),
         Command::Send(args) => send::run(&args),
