@@ -20,6 +20,7 @@ use thiserror::Error;
 
 use super::code::{Code, CodeError};
 use super::encoder::{check_sizes, dot_product_terms, ConfigError};
+use super::pages::SymbolPages;
 use crate::gf256::{inv, kernel, Kernel};
 use crate::{RepairKey, SymbolId, Window};
 
@@ -121,6 +122,11 @@ impl Row {
 
 const NO_ROW: u32 = u32::MAX;
 
+/// Retired rows whose buffers are kept for new equations: enough for a
+/// burst of repairs without allocating, few enough that a burst's worth
+/// of buffers is not held for the connection's life.
+const MAX_SPARE_ROWS: usize = 64;
+
 /// A progressive decoder for the sliding-window code (and the other codes of
 /// [`Code`]).
 ///
@@ -165,10 +171,11 @@ pub struct Decoder {
     missing: u64,
     /// Per slot (`id % max_window`): whether the symbol is known.
     known: Vec<bool>,
-    /// Per slot: the row whose pivot the symbol is, or `NO_ROW`.
+    /// Per slot: the row whose pivot the symbol is, or `NO_ROW`; empty
+    /// (all `NO_ROW`) while no equation is held.
     pivot_row: Vec<u32>,
-    /// Per slot, `symbol_size` bytes: known symbols. Allocated on first use.
-    sources: Vec<u8>,
+    /// Per slot, `symbol_size` bytes: known symbols, a page at a time.
+    sources: SymbolPages,
     /// Equations, indexed by the `pivot_row` entries; free entries are empty.
     rows: Vec<Row>,
     live_rows: Vec<u32>,
@@ -207,8 +214,8 @@ impl Decoder {
             first_unknown: base,
             missing: 0,
             known: vec![false; slots],
-            pivot_row: vec![NO_ROW; slots],
-            sources: Vec::new(),
+            pivot_row: Vec::new(),
+            sources: SymbolPages::new(config.symbol_size, slots),
             rows: Vec::new(),
             live_rows: Vec::new(),
             free_rows: Vec::new(),
@@ -309,7 +316,7 @@ impl Decoder {
         let slot = self.slot(id);
         self.store_source(id, data);
         self.touched.clear();
-        let pivot = std::mem::replace(&mut self.pivot_row[slot], NO_ROW);
+        let pivot = self.take_pivot(slot);
         if pivot != NO_ROW {
             // The row that solved for `id` now relates other unknowns.
             let row = &mut self.rows[pivot as usize];
@@ -405,18 +412,17 @@ impl Decoder {
             if self.known[slot] {
                 row.coefficients[i] = 0;
                 self.terms.push((c, Term::Source(slot)));
-            } else if self.pivot_row[slot] != NO_ROW {
-                let r = self.pivot_row[slot];
+            } else if self.pivot(slot) != NO_ROW {
+                let r = self.pivot(slot);
                 add_coefficients(self.kernel, &mut row, &self.rows[r as usize], c);
                 self.terms.push((c, Term::Row(r)));
             }
         }
         // payload = data + Σ c·(known symbol or pivot row): the received
         // bytes are the dot product's first source, which spares copying them.
-        let size = self.config.symbol_size;
         let (sources, rows) = (&self.sources, &self.rows);
         let terms = self.terms.iter().map(|&(c, term)| match term {
-            Term::Source(slot) => (c, &sources[slot * size..(slot + 1) * size]),
+            Term::Source(slot) => (c, sources.get(slot)),
             Term::Row(r) => (c, rows[r as usize].payload.as_slice()),
         });
         dot_product_terms(
@@ -452,11 +458,13 @@ impl Decoder {
         for offset in 0..count.min(slots) {
             let id = SymbolId(self.base.0 + offset);
             let slot = self.slot(id);
-            if id < seen_end && !self.known[slot] {
+            if self.known[slot] {
+                self.sources.release(slot);
+            } else if id < seen_end {
                 self.missing -= 1;
             }
             self.known[slot] = false;
-            self.pivot_row[slot] = NO_ROW;
+            self.take_pivot(slot);
         }
         // A row's pivot is its first non-zero column, so the rows that
         // involve consumed symbols are exactly those that start before `up_to`.
@@ -474,6 +482,25 @@ impl Decoder {
         self.decoded.retain(|&id| id >= up_to);
         self.base = up_to;
         self.end = self.end.max(up_to);
+        if self.live_rows.is_empty() {
+            self.drop_spare_buffers();
+        }
+    }
+
+    /// Bytes the decoder holds for symbols and equations now: they grow
+    /// with the window in use and the equations pending, and are given
+    /// back as the application consumes.
+    pub fn allocated_bytes(&self) -> usize {
+        let rows: usize = self
+            .rows
+            .iter()
+            .chain(&self.spare_rows)
+            .map(|row| row.coefficients.capacity() + row.payload.capacity())
+            .sum();
+        self.sources.allocated_bytes()
+            + rows
+            + self.pivot_row.capacity() * std::mem::size_of::<u32>()
+            + self.known.capacity()
     }
 
     // --- internals -------------------------------------------------------
@@ -483,8 +510,38 @@ impl Decoder {
     }
 
     fn source(&self, slot: usize) -> &[u8] {
-        let size = self.config.symbol_size;
-        &self.sources[slot * size..(slot + 1) * size]
+        self.sources.get(slot)
+    }
+
+    /// The row whose pivot `slot`'s symbol is, or `NO_ROW`.
+    fn pivot(&self, slot: usize) -> u32 {
+        self.pivot_row.get(slot).copied().unwrap_or(NO_ROW)
+    }
+
+    /// Makes row `r` the pivot of `slot`'s symbol.
+    fn set_pivot(&mut self, slot: usize, r: u32) {
+        if self.pivot_row.is_empty() {
+            self.pivot_row = vec![NO_ROW; usize::from(self.config.max_window)];
+        }
+        self.pivot_row[slot] = r;
+    }
+
+    /// Clears `slot`'s pivot and returns what it was.
+    fn take_pivot(&mut self, slot: usize) -> u32 {
+        match self.pivot_row.get_mut(slot) {
+            Some(pivot) => std::mem::replace(pivot, NO_ROW),
+            None => NO_ROW,
+        }
+    }
+
+    /// With no equation held, gives back what only equations use: the
+    /// pivot index, the row table and the spare row buffers.
+    fn drop_spare_buffers(&mut self) {
+        debug_assert!(self.pivot_row.iter().all(|&r| r == NO_ROW));
+        self.pivot_row = Vec::new();
+        self.rows = Vec::new();
+        self.free_rows = Vec::new();
+        self.spare_rows = Vec::new();
     }
 
     fn in_window(&self, id: SymbolId) -> bool {
@@ -541,12 +598,8 @@ impl Decoder {
     }
 
     fn store_source(&mut self, id: SymbolId, data: &[u8]) {
-        let size = self.config.symbol_size;
-        if self.sources.is_empty() {
-            self.sources = vec![0; size * usize::from(self.config.max_window)];
-        }
         let slot = self.slot(id);
-        self.sources[slot * size..(slot + 1) * size].copy_from_slice(data);
+        self.sources.hold(slot).copy_from_slice(data);
         self.known[slot] = true;
         self.missing -= 1;
         self.decoded.push_back(id);
@@ -560,7 +613,7 @@ impl Decoder {
     /// Keeps a row's buffers for later equations.
     fn put_back(&mut self, mut row: Row) {
         row.coefficients.clear();
-        if self.spare_rows.len() < usize::from(self.config.max_window) {
+        if self.spare_rows.len() < MAX_SPARE_ROWS {
             self.spare_rows.push(row);
         }
     }
@@ -578,7 +631,7 @@ impl Decoder {
                 (self.rows.len() - 1) as u32
             }
         };
-        self.pivot_row[slot] = r;
+        self.set_pivot(slot, r);
         self.live_rows.push(r);
         r
     }
@@ -601,7 +654,7 @@ impl Decoder {
                 trim_front(row, lead);
                 normalise(self.kernel, row, &mut self.scale_scratch);
                 let slot = self.slot(self.rows[r as usize].first);
-                self.pivot_row[slot] = r;
+                self.set_pivot(slot, r);
                 self.touched.push(r);
                 self.eliminate_pivot_from_others(r);
             }
@@ -638,7 +691,7 @@ impl Decoder {
             }
             let id = row.first;
             let slot = self.slot(id);
-            self.pivot_row[slot] = NO_ROW;
+            self.take_pivot(slot);
             let row = std::mem::take(&mut self.rows[r as usize]);
             self.free_rows.push(r);
             self.store_source(id, &row.payload);
@@ -745,7 +798,7 @@ mod tests {
             for (&r, row) in self.live_rows.iter().zip(&live) {
                 assert_eq!(row.coefficients.first(), Some(&1), "row {r} is normalised");
                 assert_eq!(
-                    self.pivot_row[self.slot(row.first)],
+                    self.pivot(self.slot(row.first)),
                     r,
                     "row {r} owns its pivot"
                 );
@@ -758,7 +811,7 @@ mod tests {
                     if c != 0 {
                         assert!(!self.is_known(id), "row {r} refers to known {id}");
                         assert_eq!(
-                            self.pivot_row[self.slot(id)],
+                            self.pivot(self.slot(id)),
                             NO_ROW,
                             "row {r} refers to pivot {id}"
                         );
@@ -950,7 +1003,7 @@ mod tests {
                 .unwrap();
         }
         d.check_reduced_form();
-        assert_ne!(d.pivot_row[0], NO_ROW);
+        assert_ne!(d.pivot(0), NO_ROW);
         d.receive_source(SymbolId(0), &source(0)).unwrap();
         d.check_reduced_form();
         assert_eq!(d.rank(), 2);
@@ -1004,5 +1057,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Memory follows the window in use: a long stream with losses and
+    /// repairs holds a few pages and rows, and nothing once consumed.
+    #[test]
+    fn memory_follows_the_window_in_use() {
+        let mut d = decoder(4096);
+        let mut next = xorshift(7);
+        let mut peak = 0;
+        let block = 16u64;
+        for start in (0..50_000u64).step_by(block as usize) {
+            // A block with one symbol lost, repaired by a combination.
+            let lost = start + next() % block;
+            for id in start..start + block {
+                if id != lost {
+                    d.receive_source(SymbolId(id), &source(id)).unwrap();
+                }
+            }
+            let coefficients: Vec<u8> = (0..block).map(|i| 1 + (i % 200) as u8).collect();
+            let data = combination(start, &coefficients);
+            d.receive_combination(SymbolId(start), &coefficients, &data)
+                .unwrap();
+            assert_eq!(d.symbol(SymbolId(lost)), Some(&source(lost)[..]));
+            peak = peak.max(d.allocated_bytes());
+            d.consume(SymbolId(start + block));
+        }
+        let rows = MAX_SPARE_ROWS * (block as usize + SIZE);
+        assert!(
+            peak <= 4096 + 4096 * 4 + 3 * 32 * SIZE + rows,
+            "peak {peak}"
+        );
+        assert_eq!(
+            d.allocated_bytes(),
+            4096,
+            "only the per-slot known flags are left"
+        );
     }
 }

@@ -4,6 +4,7 @@
 use thiserror::Error;
 
 use super::code::{Code, CodeError};
+use super::pages::SymbolPages;
 use super::MAX_SYMBOL_SIZE;
 use crate::gf256::{kernel, Kernel};
 use crate::{RepairKey, SymbolId, Window};
@@ -130,8 +131,8 @@ pub struct Encoder {
     config: EncoderConfig,
     kernel: Kernel,
     /// `max_window` slots of `symbol_size` bytes; symbol `id` lives in slot
-    /// `id % max_window`. Grown on demand up to that size.
-    ring: Vec<u8>,
+    /// `id % max_window`. Pages come and go with the symbols held.
+    ring: SymbolPages,
     oldest: SymbolId,
     next: SymbolId,
     coefficients: Vec<u8>,
@@ -149,7 +150,7 @@ impl Encoder {
         Ok(Encoder {
             config,
             kernel: kernel(),
-            ring: Vec::new(),
+            ring: SymbolPages::new(config.symbol_size, usize::from(config.max_window)),
             oldest: first,
             next: first,
             coefficients: Vec::new(),
@@ -192,11 +193,7 @@ impl Encoder {
         let Some(next) = id.checked_add(1) else {
             return Err(EncodeError::IdsExhausted);
         };
-        let start = self.slot(id) * size;
-        if self.ring.len() < start + size {
-            self.ring.resize(start + size, 0);
-        }
-        let slot = &mut self.ring[start..start + size];
+        let slot = self.ring.hold(self.slot(id));
         slot[..data.len()].copy_from_slice(data);
         slot[data.len()..].fill(0);
         self.next = next;
@@ -205,7 +202,17 @@ impl Encoder {
 
     /// Drops every symbol before `below`: the receiver has them.
     pub fn acknowledge(&mut self, below: SymbolId) {
-        self.oldest = self.oldest.max(below.min(self.next));
+        let oldest = self.oldest.max(below.min(self.next));
+        for id in self.oldest.0..oldest.0 {
+            self.ring.release(self.slot(SymbolId(id)));
+        }
+        self.oldest = oldest;
+    }
+
+    /// Bytes of symbol storage allocated now: it grows with the symbols
+    /// held, a page at a time, and is given back as they are acknowledged.
+    pub fn allocated_bytes(&self) -> usize {
+        self.ring.allocated_bytes()
     }
 
     /// A held source symbol (padded to the symbol size).
@@ -213,8 +220,7 @@ impl Encoder {
         if id < self.oldest || id >= self.next {
             return None;
         }
-        let start = self.slot(id) * self.config.symbol_size;
-        Some(&self.ring[start..start + self.config.symbol_size])
+        Some(self.ring.get(self.slot(id)))
     }
 
     /// Writes into `out` the repair symbol over `window` with `key`, in the
@@ -256,10 +262,11 @@ impl Encoder {
         }
         self.coefficients.resize(usize::from(window.len), 0);
         code.coefficients(window, key, &mut self.coefficients)?;
-        let terms = self.coefficients.iter().zip(window.ids()).map(|(&c, id)| {
-            let start = self.slot(id) * size;
-            (c, &self.ring[start..start + size])
-        });
+        let terms = self
+            .coefficients
+            .iter()
+            .zip(window.ids())
+            .map(|(&c, id)| (c, self.ring.get(self.slot(id))));
         dot_product_terms(self.kernel, out, terms, false);
         Ok(())
     }
@@ -396,16 +403,18 @@ mod tests {
         assert_eq!(encoder.push(&[4; 5]), Ok(SymbolId(4)));
         assert_eq!(encoder.source(SymbolId(1)), None);
         assert_eq!(encoder.source(SymbolId(4)), Some(&[4u8; 5][..]));
-        assert_eq!(
-            encoder.ring.len(),
-            3 * 5,
-            "never more than max_window slots"
-        );
+        let in_use = encoder.allocated_bytes();
+        assert!(in_use > 0);
 
         // Over the wrapped window [2, 5), the repair is Σ c·s from the slots.
         let window = Window::new(SymbolId(2), 3);
         let mut repair = [0u8; 5];
         encoder.repair(window, RepairKey(4), &mut repair).unwrap();
+        assert_eq!(
+            encoder.allocated_bytes(),
+            in_use,
+            "wrapping allocates nothing"
+        );
         let mut c = [0u8; 3];
         Code::default()
             .coefficients(window, RepairKey(4), &mut c)
@@ -425,5 +434,21 @@ mod tests {
         encoder.acknowledge(SymbolId(1));
         assert_eq!(encoder.oldest(), SymbolId(2));
         assert_eq!(encoder.push(b"c"), Ok(SymbolId(2)));
+    }
+
+    /// Storage follows the symbols held: a stream many windows long holds
+    /// a few pages, and nothing once everything is acknowledged.
+    #[test]
+    fn storage_follows_the_symbols_held() {
+        let mut encoder = Encoder::new(config(4096)).unwrap();
+        for i in 0..100_000u64 {
+            encoder.push(&[i as u8; 5]).unwrap();
+            if i >= 50 {
+                encoder.acknowledge(SymbolId(i - 50));
+            }
+            assert!(encoder.allocated_bytes() <= 4 * 32 * 5);
+        }
+        encoder.acknowledge(encoder.next_id());
+        assert_eq!(encoder.allocated_bytes(), 0);
     }
 }

@@ -4,6 +4,7 @@
 mod code;
 mod decoder;
 mod encoder;
+mod pages;
 
 pub use code::{Code, CodeError, XOR_PARITY_DENSITY};
 pub use decoder::{DecodeError, Decoder, DecoderConfig, Outcome};
