@@ -500,3 +500,42 @@ fn keep_alive_holds_a_quiet_connection_open() {
         .chain(&pair.server_events)
         .any(|e| matches!(e, Event::Closed(_))));
 }
+
+/// The connection's buffers follow what is in flight: after 10 streams of
+/// 256 KiB each way have been read, and a few quiet probe time-outs,
+/// neither end holds more than a few pages of them.
+#[test]
+fn buffers_go_back_once_everything_is_read_and_the_connection_is_quiet() {
+    let mut pair = Pair::default();
+    pair.connect();
+    let payload: Vec<u8> = (0..256 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let payloads: Vec<&[u8]> = (0..10).map(|_| payload.as_slice()).collect();
+    let (ids, got) = send_and_read_all(&mut pair, &payloads);
+    assert!(got.iter().all(|g| *g == payload));
+    for &id in &ids {
+        pair.server.write(id, &payload).unwrap();
+        pair.server.finish(id).unwrap();
+    }
+    let mut back = vec![0usize; ids.len()];
+    let mut fin = vec![false; ids.len()];
+    pair.run_until(Duration::from_secs(10), |pair| {
+        for (i, &id) in ids.iter().enumerate() {
+            let (data, finished) = read_all(&mut pair.client, id);
+            back[i] += data.len();
+            fin[i] |= finished;
+        }
+        fin.iter().all(|&f| f)
+    });
+    assert!(back.iter().all(|&n| n == payload.len()));
+    let busy = (pair.client.buffered_bytes(), pair.server.buffered_bytes());
+    // Quiet: let every timer but the idle one fire.
+    let quiet_until = pair.now + Duration::from_secs(5);
+    while pair.now < quiet_until {
+        pair.advance();
+    }
+    let quiet = (pair.client.buffered_bytes(), pair.server.buffered_bytes());
+    assert!(
+        quiet.0 <= 64 * 1024 && quiet.1 <= 64 * 1024,
+        "buffered after the transfer {busy:?}, once quiet {quiet:?}"
+    );
+}

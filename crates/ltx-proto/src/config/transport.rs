@@ -31,11 +31,15 @@ pub const MIN_DATAGRAM: u16 = 1200;
 ///
 /// Memory per connection is bounded by these numbers whatever the peer
 /// sends: the sender holds at most `max_window` unacknowledged symbols plus
-/// `send_buffer` bytes per stream; the receiver's decoder holds
+/// `send_buffer` bytes per stream; the receiver's decoder holds at most
 /// `max_window + 8192` symbols (about 33 MB at the defaults); reassembly
 /// holds at most `stream_receive_window` bytes per stream and
-/// `receive_window` in all. A server that takes many clients should lower
-/// `max_window` (the decoder dominates) or bound their number with
+/// `receive_window` in all. Those are ceilings: the coding buffers take
+/// memory a page of 32 symbols at a time as the window in use grows and
+/// give it back as symbols are acknowledged and consumed, and a connection
+/// quiet for a few probe time-outs holds none
+/// ([`Connection::buffered_bytes`](crate::Connection::buffered_bytes)).
+/// A server for many clients bounds their number with
 /// [`AcceptConfig`](super::AcceptConfig).
 #[derive(Clone)]
 pub struct TransportConfig {

@@ -106,9 +106,18 @@ enum Timer {
     Probe = 3,
     Pacing = 4,
     KeepAlive = 5,
+    /// Nothing received for a while: the decoder's history can go.
+    Quiet = 6,
 }
 
-const TIMERS: usize = 6;
+const TIMERS: usize = 7;
+
+/// Probe time-outs without a packet from the peer after which the decoder
+/// keeps no history below its first unknown symbol: by then every repair
+/// the peer built over those symbols has arrived or is lost, and what it
+/// sends next starts at what it knows to be acknowledged. An idle
+/// connection so holds no symbol buffers.
+const QUIET_AFTER_PTOS: u32 = 4;
 const ALL_TIMERS: [Timer; TIMERS] = [
     Timer::Idle,
     Timer::Ack,
@@ -116,6 +125,7 @@ const ALL_TIMERS: [Timer; TIMERS] = [
     Timer::Probe,
     Timer::Pacing,
     Timer::KeepAlive,
+    Timer::Quiet,
 ];
 
 /// A close asked for by the application, or sent or received.
@@ -374,6 +384,25 @@ impl Connection {
         }
     }
 
+    /// Bytes of data buffers the connection holds now: the coding windows
+    /// (symbols sent and not yet acknowledged, symbols received and kept
+    /// for decoding) and the streams' unsent and unread bytes. They grow
+    /// with what is in flight and go back as it is acknowledged and read;
+    /// a quiet connection holds almost none.
+    pub fn buffered_bytes(&self) -> usize {
+        let encoder = self
+            .sender
+            .encoder
+            .as_ref()
+            .map_or(0, |e| e.allocated_bytes());
+        let decoder = self
+            .receiver
+            .decoder
+            .as_ref()
+            .map_or(0, |d| d.allocated_bytes());
+        encoder + decoder + self.streams.buffered_bytes()
+    }
+
     // ---- application commands ----
 
     /// Opens a bidirectional stream.
@@ -519,6 +548,7 @@ impl Connection {
                 Timer::Probe => self.on_probe_timeout(now),
                 Timer::Pacing => {}
                 Timer::KeepAlive => self.repair.probe_owed = self.repair.probe_owed.max(1),
+                Timer::Quiet => self.receiver.forget_history(),
             }
         }
     }
@@ -689,6 +719,8 @@ impl Connection {
             return;
         }
         self.set_timer(Timer::Idle, now + self.config.idle_timeout);
+        let quiet = (self.recovery.rtt.pto_base() + self.config.max_ack_delay) * QUIET_AFTER_PTOS;
+        self.set_timer(Timer::Quiet, now + quiet);
         let payload = &packet[header_len..end];
         let mut ack_eliciting = false;
         for frame in Frames::new(payload) {

@@ -193,6 +193,18 @@ impl Receiver {
         result
     }
 
+    /// Drops the decoded symbols kept below the first unknown one, if
+    /// nothing is missing: the connection has been quiet, and repairs that
+    /// would reach back to them are no longer coming.
+    pub(super) fn forget_history(&mut self) {
+        if let Some(decoder) = self.decoder.as_mut() {
+            if decoder.missing() == 0 {
+                let first_unknown = decoder.next_missing();
+                decoder.consume(first_unknown);
+            }
+        }
+    }
+
     /// The decoder's state, as an acknowledgement reports it.
     pub(super) fn state(&mut self) -> DecoderState {
         match self.decoder.as_mut() {

@@ -81,6 +81,9 @@ enum SendState {
     ResetSent,
 }
 
+/// Capacity a drained send buffer keeps for the next writes; more is freed.
+const KEEP_SEND_CAPACITY: usize = 4096;
+
 #[derive(Debug)]
 struct SendStream {
     /// Bytes written by the application and not yet put in a symbol.
@@ -184,6 +187,19 @@ pub(crate) struct StreamLimits {
 }
 
 impl Streams {
+    /// Bytes the streams' buffers hold: unsent bytes and unread chunks,
+    /// by capacity.
+    pub(crate) fn buffered_bytes(&self) -> usize {
+        let send: usize = self.send.values().map(|s| s.pending.capacity()).sum();
+        let recv: usize = self
+            .recv
+            .values()
+            .flat_map(|r| r.chunks.values())
+            .map(Vec::capacity)
+            .sum();
+        send + recv
+    }
+
     /// Streams with a half still in use: data or an end to send, or data
     /// or an end the application has not read (a reset half is over).
     pub(crate) fn open_count(&self) -> u64 {
@@ -333,7 +349,7 @@ impl Streams {
         ) {
             return Ok(());
         }
-        stream.pending.clear();
+        stream.pending = VecDeque::new();
         stream.state = SendState::ResetPending(code);
         if !self.ready.contains(&id) {
             self.ready.push_back(id);
@@ -569,6 +585,11 @@ impl Streams {
         out.extend_from_slice(&front[..from_front]);
         out.extend_from_slice(&back[..len - from_front]);
         stream.pending.drain(..len);
+        if stream.pending.is_empty() && stream.pending.capacity() > KEEP_SEND_CAPACITY {
+            // Drained: give the burst's buffer back rather than hold it
+            // for the stream's life.
+            stream.pending = VecDeque::new();
+        }
         if trace && len > 0 {
             events.push_back(Event::Trace(TraceEvent::StreamDataSent {
                 id,
