@@ -18,6 +18,7 @@ mod measure;
 mod payload;
 mod peer;
 mod plots;
+mod scale;
 
 /// ltx-bench: the benchmarks of the ltx transport.
 #[derive(Debug, Parser)]
@@ -53,6 +54,9 @@ enum Command {
     /// of each Rust system, and a check of every system over loopback.
     #[command(subcommand, hide = true)]
     Peer(peer::PeerCommand),
+    /// One tunnel server on loopback under many clients and streams: its
+    /// memory per idle connection, no stream lost, and how it uses the cores.
+    Scale(scale::ScaleArgs),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         Command::Forwarder(args) => forwarder::run(&args),
         Command::Loopback(args) => loopback::run(&args),
         Command::Peer(command) => peer::run(command),
+        Command::Scale(args) => scale::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -242,4 +242,10 @@ impl TunnelStream {
         let _ = tcp.set_nodelay(true);
         splice::run(tcp, self.send, self.recv, Start::Now).await
     }
+
+    /// The stream's two halves, for a caller that is its own application
+    /// rather than a TCP connection (a load generator, a test).
+    pub fn into_streams(self) -> (SendStream, RecvStream) {
+        (self.send, self.recv)
+    }
 }
