@@ -605,7 +605,7 @@ fn mistakes_get_the_usage_exit_code_and_say_what_to_do() {
     let key = dir.path().join("server.key");
     keygen(&key);
     let key = key.to_str().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["tunnel", "server", "--listen", "127.0.0.1:0"],
             "ltx keygen",
@@ -629,6 +629,20 @@ fn mistakes_get_the_usage_exit_code_and_say_what_to_do() {
                 "10.1.2.3/8:22",
             ],
             "10.0.0.0/8:22",
+        ),
+        (
+            &[
+                "tunnel",
+                "server",
+                "--key",
+                key,
+                "--allow-any-client",
+                "--permit",
+                "*",
+                "--rate-limit",
+                "4kbit",
+            ],
+            "at least 8000 bit/s",
         ),
         (
             &[
@@ -764,4 +778,34 @@ fn a_server_serves_metrics_and_both_ends_write_qlog() {
         let files: Vec<_> = std::fs::read_dir(dir).expect("a qlog directory").collect();
         assert_eq!(files.len(), 1, "{dir:?}");
     }
+}
+
+/// A client held to 8 Mbit/s (1 MB/s each way) takes at least the time its
+/// bytes take at that rate, less the bucket's 64 KiB burst, and they
+/// arrive intact; the server says the limit when it starts.
+#[test]
+fn a_rate_limited_client_moves_no_faster_than_its_limit() {
+    let target = serve(echo);
+    let server = start_server(&[target.to_string()], &["--rate-limit", "8mbit"]);
+    let said = server.running.stderr();
+    assert!(
+        said.iter().any(|l| l.contains("8.0 Mbit/s each way")),
+        "{said:#?}"
+    );
+    let forward = format!("127.0.0.1:0:{target}");
+    let (_client, locals) = start_client(&server, &["-L", &forward]);
+    let data = random_bytes(1_500_000, 7);
+    let start = std::time::Instant::now();
+    let answer = exchange(connect(locals[0]), data.clone());
+    let elapsed = start.elapsed();
+    assert!(
+        answer == data,
+        "{} bytes back of {}",
+        answer.len(),
+        data.len()
+    );
+    assert!(
+        elapsed >= Duration::from_millis(1_300),
+        "1.5 MB each way at 1 MB/s in {elapsed:?}"
+    );
 }

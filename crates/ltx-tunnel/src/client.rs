@@ -184,7 +184,7 @@ impl TunnelClient {
             splice::reset_tcp(&tcp);
             return Err(e.into());
         }
-        Ok(splice::run(tcp, send, recv, Start::AfterOpenResult).await)
+        Ok(splice::run(tcp, send, recv, Start::AfterOpenResult, None).await)
     }
 
     /// Opens a stream to `destination` and waits for the server to connect
@@ -240,7 +240,7 @@ impl TunnelStream {
     /// [`splice`](crate::splice)).
     pub async fn splice(self, tcp: TcpStream) -> Spliced {
         let _ = tcp.set_nodelay(true);
-        splice::run(tcp, self.send, self.recv, Start::Now).await
+        splice::run(tcp, self.send, self.recv, Start::Now, None).await
     }
 
     /// The stream's two halves, for a caller that is its own application

@@ -25,6 +25,7 @@ mod client;
 pub mod fuzzing;
 mod message_io;
 pub mod policy;
+mod rate_limit;
 mod server;
 mod socks;
 pub mod splice;
@@ -33,6 +34,7 @@ pub mod wire;
 
 pub use client::{OpenError, TunnelClient, TunnelStream};
 pub use message_io::MessageError;
+pub use rate_limit::RateLimit;
 pub use server::{ServerConfig, TunnelServer};
 pub use socks::{reply_code, serve_socks5, SocksFailure, SOCKS_HANDSHAKE_TIMEOUT};
 pub use transport::{

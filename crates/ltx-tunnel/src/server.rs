@@ -11,6 +11,8 @@ use ltx::{Connection, Endpoint, RecvStream, SendStream};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
+use crate::rate_limit::{ClientBuckets, RateLimit};
+
 use crate::message_io::{read_message, write_message};
 use crate::policy::{Decision, Policy};
 use crate::splice::{self, SpliceEnd, Start};
@@ -23,6 +25,7 @@ pub struct ServerConfig {
     max_streams: usize,
     connect_timeout: Duration,
     request_timeout: Duration,
+    rate_limit: Option<RateLimit>,
 }
 
 impl ServerConfig {
@@ -37,7 +40,20 @@ impl ServerConfig {
             max_streams: Self::DEFAULT_MAX_STREAMS,
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
+            rate_limit: None,
         }
+    }
+
+    /// The bytes per second each client may move each way, over all its
+    /// TCP connections; `None` (the default) for no limit.
+    pub fn rate_limit(&self) -> Option<RateLimit> {
+        self.rate_limit
+    }
+
+    /// Sets [`rate_limit`](Self::rate_limit).
+    pub fn set_rate_limit(&mut self, limit: Option<RateLimit>) -> &mut Self {
+        self.rate_limit = limit;
+        self
     }
 
     /// The permit rules.
@@ -123,6 +139,10 @@ impl TunnelServer {
         let client = Client::of(&connection);
         tracing::info!(client = %client.address, key = %client.key, "client connected");
         let streams = Arc::new(Semaphore::new(self.config.max_streams));
+        let buckets = self
+            .config
+            .rate_limit
+            .map(|l| Arc::new(ClientBuckets::new(l)));
         let reason = loop {
             let (send, recv) = match connection.accept_stream().await {
                 Ok(halves) => halves,
@@ -131,8 +151,10 @@ impl TunnelServer {
             let permit = streams.clone().try_acquire_owned().ok();
             let config = self.config.clone();
             let client = client.clone();
+            let buckets = buckets.clone();
             tokio::spawn(async move {
-                serve_stream(&config, &client, send, recv, permit.is_some()).await;
+                let limits = buckets.as_deref();
+                serve_stream(&config, &client, send, recv, permit.is_some(), limits).await;
                 drop(permit);
             });
         };
@@ -166,6 +188,7 @@ async fn serve_stream(
     mut send: SendStream,
     mut recv: RecvStream,
     within_limit: bool,
+    limits: Option<&ClientBuckets>,
 ) {
     let read = read_message(&mut recv, MAX_REQUEST_LEN, OpenRequest::parse);
     let request = match tokio::time::timeout(config.request_timeout, read).await {
@@ -213,7 +236,7 @@ async fn serve_stream(
         return;
     }
     tracing::debug!(client = %client.address, "{destination}: connected");
-    let spliced = splice::run(tcp, send, recv, Start::Now).await;
+    let spliced = splice::run(tcp, send, recv, Start::Now, limits).await;
     match spliced.end {
         SpliceEnd::Closed => tracing::debug!(
             client = %client.address,

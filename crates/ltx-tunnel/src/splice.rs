@@ -25,6 +25,7 @@ use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 
 use crate::message_io::{read_message, MessageError};
+use crate::rate_limit::{Bucket, ClientBuckets};
 use crate::wire::{OpenResult, OpenStatus, WireError, MAX_RESULT_LEN};
 
 /// Bytes read at once from either side of a tunnelled connection.
@@ -89,11 +90,14 @@ pub(crate) enum Start {
 
 /// Copies both ways until both directions have ended or one broke (see
 /// the [module](self)); resets all on a break.
+/// With `limits` (the server's, for this stream's client), each chunk
+/// waits for its bytes in the direction's bucket.
 pub(crate) async fn run(
     mut tcp: TcpStream,
     mut send: SendStream,
     mut recv: RecvStream,
     start: Start,
+    limits: Option<&ClientBuckets>,
 ) -> Spliced {
     let mut to_stream = 0;
     let mut to_tcp = 0;
@@ -106,7 +110,8 @@ pub(crate) async fn run(
     let outcome = {
         let (mut tcp_in, mut tcp_out) = tcp.split();
         let up = async {
-            let copied = tcp_to_stream(&mut tcp_in, &mut send, &mut to_stream).await;
+            let bucket = limits.map(|l| &l.to_client);
+            let copied = tcp_to_stream(&mut tcp_in, &mut send, &mut to_stream, bucket).await;
             if let Err(Broken::Stream(_)) = &copied {
                 let _ = result_known.wait_for(|&read| read).await;
             }
@@ -117,7 +122,8 @@ pub(crate) async fn run(
                 expect_connected(&mut recv).await?;
                 result_read.send_replace(true);
             }
-            stream_to_tcp(&mut recv, &mut tcp_out, &mut to_tcp).await
+            let bucket = limits.map(|l| &l.from_client);
+            stream_to_tcp(&mut recv, &mut tcp_out, &mut to_tcp, bucket).await
         };
         tokio::try_join!(up, down)
     };
@@ -166,12 +172,16 @@ async fn tcp_to_stream(
     tcp: &mut ReadHalf<'_>,
     send: &mut SendStream,
     count: &mut u64,
+    bucket: Option<&Bucket>,
 ) -> Result<(), Broken> {
     let mut buf = vec![0; COPY_BUFFER];
     loop {
         let n = tcp.read(&mut buf).await.map_err(Broken::Tcp)?;
         if n == 0 {
             return send.finish().map_err(Broken::Stream);
+        }
+        if let Some(bucket) = bucket {
+            bucket.take(n).await;
         }
         send.write_all(&buf[..n]).await.map_err(Broken::Stream)?;
         *count += n as u64;
@@ -182,12 +192,16 @@ async fn stream_to_tcp(
     recv: &mut RecvStream,
     tcp: &mut WriteHalf<'_>,
     count: &mut u64,
+    bucket: Option<&Bucket>,
 ) -> Result<(), Broken> {
     let mut buf = vec![0; COPY_BUFFER];
     loop {
         let n = recv.read(&mut buf).await.map_err(Broken::Stream)?;
         if n == 0 {
             return tcp.shutdown().await.map_err(Broken::Tcp);
+        }
+        if let Some(bucket) = bucket {
+            bucket.take(n).await;
         }
         tcp.write_all(&buf[..n]).await.map_err(Broken::Tcp)?;
         *count += n as u64;

@@ -12,6 +12,7 @@
 //! allow = "clients.txt"
 //! permit = ["10.0.0.0/8:22", "db.internal:5432"]
 //! max_streams = 256
+//! rate_limit = "20mbit"
 //! idle_timeout = "5min"
 //! ```
 //!
@@ -47,6 +48,7 @@ pub(crate) struct ServerFile {
     #[serde(default)]
     pub(crate) permit: Vec<String>,
     pub(crate) max_streams: Option<usize>,
+    pub(crate) rate_limit: Option<String>,
     pub(crate) idle_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,
     pub(crate) metrics: Option<String>,

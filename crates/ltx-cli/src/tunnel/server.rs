@@ -11,9 +11,10 @@ use anyhow::Context;
 use clap::Args;
 use ltx::{AllowList, Endpoint, EndpointConfig, Security, SecurityConfig};
 use ltx_cli::exit::{Failed, Failure};
-use ltx_sim::units::parse_duration;
+use ltx_cli::live::units::bit_rate;
+use ltx_sim::units::{parse_duration, parse_rate};
 use ltx_tunnel::policy::{PermitRule, Policy};
-use ltx_tunnel::{tunnel_transport, ServerConfig, TunnelServer, TUNNEL_IDLE_TIMEOUT};
+use ltx_tunnel::{tunnel_transport, RateLimit, ServerConfig, TunnelServer, TUNNEL_IDLE_TIMEOUT};
 
 use super::config::{self, ServerFile};
 use super::usage;
@@ -49,6 +50,11 @@ pub(crate) struct ServerArgs {
     /// [default: 256].
     #[arg(long, value_name = "N")]
     max_streams: Option<usize>,
+    /// The rate one client may move each way, over all its TCP
+    /// connections (e.g. 20mbit); a client over it waits, it is not cut
+    /// off [default: no limit].
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate_limit: Option<u64>,
     /// Give up a client's connection, and its TCP connections, after this
     /// long without a word from it [default: 5min].
     #[arg(long, value_parser = parse_duration)]
@@ -169,6 +175,22 @@ impl Settings {
             }
             None => {}
         }
+        let rate_limit = match (args.rate_limit, &file.rate_limit) {
+            (Some(bits), _) => Some(bits),
+            (None, Some(text)) => {
+                Some(parse_rate(text).map_err(|e| usage(format!("rate_limit in the file: {e}")))?)
+            }
+            (None, None) => None,
+        };
+        if let Some(bits) = rate_limit {
+            let limit = RateLimit::bytes_per_second(bits / 8).ok_or_else(|| {
+                usage(format!(
+                    "--rate-limit: at least {} bit/s",
+                    RateLimit::MIN_BYTES_PER_SECOND * 8
+                ))
+            })?;
+            server.set_rate_limit(Some(limit));
+        }
         let observe = Observe::new(
             &args.observe,
             file.metrics.as_deref(),
@@ -218,9 +240,13 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
         .collect();
     // Always on stderr, whatever the log level: a script that asked for
     // port 0 learns the port, and the operator the key clients need.
+    let rate = match settings.server.rate_limit() {
+        Some(limit) => format!(", {} each way", bit_rate(limit.get() as f64)),
+        None => String::new(),
+    };
     eprintln!(
         "tunnel server on {} (UDP) {accepting}, public key {public_key}; permitting {}; \
-         at most {} streams per client",
+         at most {} streams per client{rate}",
         endpoint.local_addr(),
         rules.join(", "),
         settings.server.max_streams()
