@@ -809,3 +809,56 @@ fn a_rate_limited_client_moves_no_faster_than_its_limit() {
         "1.5 MB each way at 1 MB/s in {elapsed:?}"
     );
 }
+
+/// With --socks-users, a SOCKS client must log in: offering only "no
+/// authentication" gets "no acceptable methods", a wrong password a
+/// failure status, the right one the connection.
+#[test]
+fn socks5_users_must_log_in() {
+    let target = serve(echo);
+    let server = start_server(&[target.to_string()], &[]);
+    let users = server.dir.path().join("socks-users.txt");
+    std::fs::write(&users, "# the test's users\nalice:s3cret:too\n").unwrap();
+    let (_client, locals) = start_client(
+        &server,
+        &[
+            "--socks",
+            "127.0.0.1:0",
+            "--socks-users",
+            users.to_str().unwrap(),
+        ],
+    );
+    let login = |password: &str| {
+        let mut tcp = connect(locals[0]);
+        tcp.write_all(&[0x05, 0x01, 0x02]).unwrap();
+        let mut choice = [0u8; 2];
+        tcp.read_exact(&mut choice).unwrap();
+        assert_eq!(choice, [0x05, 0x02], "username/password chosen");
+        let mut request = vec![0x01, 5];
+        request.extend_from_slice(b"alice");
+        request.push(password.len() as u8);
+        request.extend_from_slice(password.as_bytes());
+        tcp.write_all(&request).unwrap();
+        let mut status = [0u8; 2];
+        tcp.read_exact(&mut status).unwrap();
+        (status, tcp)
+    };
+    let mut anonymous = connect(locals[0]);
+    anonymous.write_all(&[0x05, 0x01, 0x00]).unwrap();
+    let mut choice = [0u8; 2];
+    anonymous.read_exact(&mut choice).unwrap();
+    assert_eq!(choice, [0x05, 0xff], "no acceptable method without a login");
+    let (status, _) = login("wrong");
+    assert_eq!(status, [0x01, 0x01], "a wrong password fails");
+    let (status, mut tcp) = login("s3cret:too");
+    assert_eq!(status, [0x01, 0x00]);
+    let mut request = vec![0x05, 0x01, 0x00, 0x01];
+    request.extend_from_slice(&[127, 0, 0, 1]);
+    request.extend_from_slice(&target.port().to_be_bytes());
+    tcp.write_all(&request).unwrap();
+    let mut reply = [0u8; 10];
+    tcp.read_exact(&mut reply).unwrap();
+    assert_eq!(reply[1], 0x00, "succeeded");
+    let data = random_bytes(50_000, 9);
+    assert!(exchange(tcp, data.clone()) == data);
+}

@@ -5,7 +5,7 @@
 //! a message it reads re-emits to bytes that read back to the same
 //! message, of the same length.
 
-use crate::wire::socks5::{self, Greeting, Reply, Request};
+use crate::wire::socks5::{self, Greeting, Reply, Request, UserPass};
 use crate::wire::{OpenRequest, OpenResult, Parsed, MAX_REQUEST_LEN, MAX_RESULT_LEN};
 
 /// Checks the contract for one parser on `data`.
@@ -58,7 +58,8 @@ pub fn stream_header(data: &[u8]) {
     check(data, MAX_RESULT_LEN, OpenResult::parse, OpenResult::emit);
 }
 
-/// SOCKS5: `data` as a greeting, a request and a reply.
+/// SOCKS5: `data` as a greeting, a request, a reply and a
+/// username/password request.
 pub fn socks5(data: &[u8]) {
     check(
         data,
@@ -68,4 +69,10 @@ pub fn socks5(data: &[u8]) {
     );
     check(data, socks5::MAX_REQUEST_LEN, Request::parse, Request::emit);
     check(data, socks5::MAX_REPLY_LEN, Reply::parse, Reply::emit);
+    check(
+        data,
+        socks5::MAX_USER_PASS_LEN,
+        UserPass::parse,
+        UserPass::emit,
+    );
 }

@@ -36,7 +36,9 @@ pub use client::{OpenError, TunnelClient, TunnelStream};
 pub use message_io::MessageError;
 pub use rate_limit::RateLimit;
 pub use server::{ServerConfig, TunnelServer};
-pub use socks::{reply_code, serve_socks5, SocksFailure, SOCKS_HANDSHAKE_TIMEOUT};
+pub use socks::{
+    reply_code, serve_socks5, SocksFailure, SocksUsers, UsersError, SOCKS_HANDSHAKE_TIMEOUT,
+};
 pub use transport::{
     tunnel_transport, TUNNEL_IDLE_TIMEOUT, TUNNEL_KEEP_ALIVE, TUNNEL_STREAMS_PER_CONNECTION,
     TUNNEL_STREAM_WINDOW,

@@ -17,7 +17,9 @@ use ltx_cli::exit::{Failed, Failure};
 use ltx_sim::units::parse_duration;
 use ltx_tunnel::splice::{Broken, SpliceEnd, Spliced};
 use ltx_tunnel::wire::Destination;
-use ltx_tunnel::{serve_socks5, tunnel_transport, OpenError, TunnelClient, TUNNEL_IDLE_TIMEOUT};
+use ltx_tunnel::{
+    serve_socks5, tunnel_transport, OpenError, SocksUsers, TunnelClient, TUNNEL_IDLE_TIMEOUT,
+};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -48,10 +50,16 @@ pub(crate) struct ClientArgs {
     /// (repeatable). BIND defaults to 127.0.0.1; '*' is every IPv4 address.
     #[arg(short = 'L', value_name = "[BIND:]PORT:HOST:HOSTPORT", value_parser = parse_local_forward)]
     local: Vec<LocalForward>,
-    /// Serve SOCKS5 (CONNECT, no authentication) on this local port; names
-    /// are resolved at the server. BIND defaults to 127.0.0.1.
+    /// Serve SOCKS5 (CONNECT) on this local port; names are resolved at
+    /// the server. BIND defaults to 127.0.0.1. Without --socks-users, no
+    /// authentication.
     #[arg(long, value_name = "[BIND:]PORT", value_parser = parse_socks)]
     socks: Option<SocketAddr>,
+    /// Make SOCKS5 clients log in: a file of USERNAME:PASSWORD lines
+    /// (`#` starts a comment); only username/password authentication is
+    /// then accepted.
+    #[arg(long, value_name = "FILE")]
+    socks_users: Option<PathBuf>,
     /// Give the connection up (and reconnect on the next TCP connection)
     /// after this long without a word from the server [default: 5min].
     #[arg(long, value_parser = parse_duration)]
@@ -77,6 +85,7 @@ struct Settings {
     security: SecurityConfig,
     forwards: Vec<LocalForward>,
     socks: Option<SocketAddr>,
+    socks_users: Option<SocksUsers>,
     idle_timeout: Duration,
     observe: Observe,
     connect_timeout: Duration,
@@ -141,6 +150,20 @@ impl Settings {
         if forwards.is_empty() && socks.is_none() {
             return Err(usage(CLIENT_NEEDS_A_FORWARD));
         }
+        let users_file = args.socks_users.clone().or_else(|| {
+            file.socks
+                .as_ref()
+                .and_then(|table| table.users.as_ref().map(here))
+        });
+        let socks_users = match users_file {
+            Some(_) if socks.is_none() => {
+                return Err(usage(
+                    "--socks-users is for the SOCKS5 front end: give --socks too",
+                ))
+            }
+            Some(path) => Some(read_users(&path)?),
+            None => None,
+        };
         let duration =
             |flag: Option<Duration>, text: &Option<String>, name: &str| match (flag, text) {
                 (Some(d), _) => Ok(Some(d)),
@@ -173,6 +196,7 @@ impl Settings {
             security: SecurityConfig::new(keypair),
             forwards,
             socks,
+            socks_users,
             idle_timeout,
             connect_timeout,
         })
@@ -238,14 +262,18 @@ async fn forward_all(settings: Settings) -> anyhow::Result<()> {
     }
     if let Some(listener) = socks {
         let address = listener.local_addr()?;
-        if !address.ip().is_loopback() {
+        let users = settings.socks_users.map(Arc::new);
+        if !address.ip().is_loopback() && users.is_none() {
             tracing::warn!(
                 "SOCKS5 on {address} has no authentication: anyone who reaches that address \
-                 can use the tunnel"
+                 can use the tunnel (--socks-users makes clients log in)"
             );
         }
+        if let Some(users) = &users {
+            eprintln!("SOCKS5 clients log in: {} user(s)", users.len());
+        }
         eprintln!("SOCKS5 on {address}");
-        tasks.spawn(serve_socks(listener, client.clone()));
+        tasks.spawn(serve_socks(listener, client.clone(), users));
     }
     super::notify_ready();
     match tasks.join_next().await {
@@ -296,7 +324,11 @@ async fn serve_forward(
 }
 
 /// Accepts SOCKS clients and serves each.
-async fn serve_socks(listener: TcpListener, client: Arc<TunnelClient>) -> anyhow::Result<()> {
+async fn serve_socks(
+    listener: TcpListener,
+    client: Arc<TunnelClient>,
+    users: Option<Arc<SocksUsers>>,
+) -> anyhow::Result<()> {
     loop {
         let (tcp, from) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -306,9 +338,9 @@ async fn serve_socks(listener: TcpListener, client: Arc<TunnelClient>) -> anyhow
                 continue;
             }
         };
-        let client = client.clone();
+        let (client, users) = (client.clone(), users.clone());
         tokio::spawn(async move {
-            match serve_socks5(&client, tcp).await {
+            match serve_socks5(&client, tcp, users.as_deref()).await {
                 Ok((to, spliced)) => log_end(from, &to, &spliced),
                 Err(ltx_tunnel::SocksFailure::NotOpened {
                     destination,
@@ -345,4 +377,13 @@ async fn resolve(target: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("looking up {target}"))?
         .next()
         .ok_or_else(|| anyhow!("{target} has no address"))
+}
+
+/// Reads `--socks-users`: a missing file is a local-file error, a bad line
+/// a usage error that names it.
+fn read_users(path: &std::path::Path) -> anyhow::Result<SocksUsers> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the SOCKS users file {}", path.display()))
+        .context(Failed(Failure::LocalFile))?;
+    SocksUsers::parse(&text).map_err(|e| usage(format!("{}: {e}", path.display())))
 }

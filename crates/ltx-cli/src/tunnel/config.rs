@@ -28,6 +28,7 @@
 //!
 //! [socks]
 //! listen = "127.0.0.1:1080"
+//! users = "socks-users.txt"   # optional: USERNAME:PASSWORD lines
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -71,6 +72,8 @@ pub(crate) struct ForwardTable {
 pub(crate) struct SocksTable {
     /// `[BIND:]PORT` on this machine.
     pub(crate) listen: String,
+    /// A file of `USERNAME:PASSWORD` lines, as `--socks-users`.
+    pub(crate) users: Option<PathBuf>,
 }
 
 /// The client's file.

@@ -9,6 +9,9 @@
 //! Choice:     0x05 | METHOD (0x00 none, 0xff none acceptable)
 //! Request:    0x05 | CMD (0x01 CONNECT) | RSV | ATYP | ADDR | PORT (big-endian)
 //! Reply:      0x05 | REP | 0x00 | ATYP | BND.ADDR | BND.PORT
+//! Username/password (RFC 1929), after the choice 0x02:
+//!   Request:  0x01 | ULEN (1..=255) | UNAME | PLEN (1..=255) | PASSWD
+//!   Status:   0x01 | STATUS (0x00 success, anything else failure)
 //! ```
 //!
 //! The address (ATYP, ADDR) has the layout of the open request's.
@@ -51,6 +54,12 @@ pub enum SocksError {
     /// A reply code RFC 1928 does not define.
     #[error("unknown reply code {0:#04x}")]
     Reply(u8),
+    /// A username/password request of another version than RFC 1929's.
+    #[error("not a username/password request: version byte {0:#04x}")]
+    AuthVersion(u8),
+    /// An empty username or password (RFC 1929 requires 1 to 255 bytes).
+    #[error("an empty username or password")]
+    EmptyCredential,
 }
 
 impl SocksError {
@@ -60,9 +69,11 @@ impl SocksError {
         match self {
             SocksError::Command(_) => ReplyCode::CommandNotSupported,
             SocksError::AddressType(_) => ReplyCode::AddressTypeNotSupported,
-            SocksError::Version(_) | SocksError::Destination(_) | SocksError::Reply(_) => {
-                ReplyCode::GeneralFailure
-            }
+            SocksError::Version(_)
+            | SocksError::Destination(_)
+            | SocksError::Reply(_)
+            | SocksError::AuthVersion(_)
+            | SocksError::EmptyCredential => ReplyCode::GeneralFailure,
         }
     }
 }
@@ -139,6 +150,85 @@ impl Greeting {
 /// The server's answer to a greeting: the method chosen.
 pub fn method_choice(method: Method) -> [u8; 2] {
     [SOCKS_VERSION, method.0]
+}
+
+/// The version byte of RFC 1929's username/password messages.
+pub const USER_PASS_VERSION: u8 = 0x01;
+
+/// The longest username/password request: version, two lengths, and 255
+/// bytes of each.
+pub const MAX_USER_PASS_LEN: usize = 3 + 255 + 255;
+
+/// A username/password request (RFC 1929). Its `Debug` form hides the
+/// password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UserPass {
+    /// The username, 1 to 255 bytes.
+    pub username: Vec<u8>,
+    /// The password, 1 to 255 bytes.
+    pub password: Vec<u8>,
+}
+
+impl std::fmt::Debug for UserPass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserPass")
+            .field("username", &String::from_utf8_lossy(&self.username))
+            .field("password", &"…")
+            .finish()
+    }
+}
+
+impl UserPass {
+    /// Parses a username/password request from the front of `bytes` (see
+    /// the [module](super) for the contract).
+    pub fn parse(bytes: &[u8]) -> Result<Parsed<UserPass>, SocksError> {
+        match bytes.first() {
+            Some(&USER_PASS_VERSION) => {}
+            Some(&other) => return Err(SocksError::AuthVersion(other)),
+            None => return Ok(Parsed::Incomplete { needed: 2 }),
+        }
+        let Some(&user_len) = bytes.get(1) else {
+            return Ok(Parsed::Incomplete { needed: 2 });
+        };
+        if user_len == 0 {
+            return Err(SocksError::EmptyCredential);
+        }
+        let user_end = 2 + usize::from(user_len);
+        let Some(&pass_len) = bytes.get(user_end) else {
+            return Ok(Parsed::Incomplete {
+                needed: user_end + 1,
+            });
+        };
+        if pass_len == 0 {
+            return Err(SocksError::EmptyCredential);
+        }
+        let end = user_end + 1 + usize::from(pass_len);
+        let Some(password) = bytes.get(user_end + 1..end) else {
+            return Ok(Parsed::Incomplete { needed: end });
+        };
+        Ok(Parsed::Complete {
+            value: UserPass {
+                username: bytes[2..user_end].to_vec(),
+                password: password.to_vec(),
+            },
+            len: end,
+        })
+    }
+
+    /// Appends the request to `out`. Each part is cut to 255 bytes.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        out.push(USER_PASS_VERSION);
+        for part in [&self.username, &self.password] {
+            let part = &part[..part.len().min(255)];
+            out.push(part.len() as u8);
+            out.extend_from_slice(part);
+        }
+    }
+}
+
+/// The answer to a username/password request.
+pub fn user_pass_status(accepted: bool) -> [u8; 2] {
+    [USER_PASS_VERSION, if accepted { 0x00 } else { 0x01 }]
 }
 
 /// What a request asks for.
