@@ -862,3 +862,53 @@ fn socks5_users_must_log_in() {
     let data = random_bytes(50_000, 9);
     assert!(exchange(tcp, data.clone()) == data);
 }
+
+/// Not on a terminal, the server logs each client's figures every
+/// --stats-interval while the client moves bytes; with --log-format json
+/// every log line is one JSON object.
+#[test]
+fn the_server_logs_each_active_clients_figures_as_json() {
+    let target = serve(echo);
+    let server = start_server(
+        &[target.to_string()],
+        &["--stats-interval", "300ms", "--log-format", "json"],
+    );
+    let forward = format!("127.0.0.1:0:{target}");
+    let (_client, locals) = start_client(&server, &["-L", &forward]);
+    // Traffic until a line comes: a client is logged once bytes moved
+    // between two of the server's samples.
+    let data = random_bytes(200_000, 11);
+    let deadline = Instant::now() + BOUND;
+    while !server
+        .running
+        .stderr()
+        .iter()
+        .any(|l| l.contains("\"stats\""))
+    {
+        assert!(Instant::now() < deadline, "{:#?}", server.running.stderr());
+        assert!(exchange(connect(locals[0]), data.clone()) == data);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let lines = server.running.stderr();
+    let stats: Vec<serde_json::Value> = lines
+        .iter()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .filter(|v: &serde_json::Value| v["fields"]["message"] == "stats")
+        .collect();
+    let line = stats.first().unwrap_or_else(|| panic!("{lines:#?}"));
+    let fields = &line["fields"];
+    for name in [
+        "peer",
+        "loss",
+        "redundancy",
+        "sent_bit_s",
+        "received_bit_s",
+        "streams",
+    ] {
+        assert!(!fields[name].is_null(), "{name} missing from {line}");
+    }
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with('{') && l.contains("client connected")));
+}

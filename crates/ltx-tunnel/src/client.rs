@@ -109,6 +109,12 @@ impl TunnelClient {
         self.lock().1.clone()
     }
 
+    /// The connection new streams go on now, with how many connections
+    /// came before it (a new one replaces a connection that ended).
+    pub fn current(&self) -> (u64, Connection) {
+        self.lock().clone()
+    }
+
     /// The server's address.
     pub fn server(&self) -> SocketAddr {
         self.server

@@ -25,6 +25,7 @@ use tokio::task::JoinSet;
 
 use super::config::{self, ClientFile};
 use super::forward_spec::{parse_local_forward, parse_socks, LocalForward};
+use super::stats::{report, Registry, StatsDisplay};
 use super::usage;
 
 /// How long the handshake with the server may take, by default.
@@ -89,6 +90,7 @@ struct Settings {
     idle_timeout: Duration,
     observe: Observe,
     connect_timeout: Duration,
+    verbose: bool,
 }
 
 const CLIENT_NEEDS_THE_SERVER: &str = "ltx tunnel client needs the server's address and \
@@ -183,12 +185,7 @@ impl Settings {
         if connect_timeout.is_zero() {
             return Err(usage("--connect-timeout must be above zero"));
         }
-        let observe = Observe::new(
-            &args.observe,
-            file.metrics.as_deref(),
-            file.qlog.as_ref(),
-            here,
-        )?;
+        let observe = Observe::new(&args.observe, &file.observe(), here)?;
         Ok(Settings {
             observe,
             server,
@@ -199,19 +196,25 @@ impl Settings {
             socks_users,
             idle_timeout,
             connect_timeout,
+            verbose: args.verbose,
         })
     }
 }
 
 /// Runs `ltx tunnel client`.
 pub(crate) fn run(args: &ClientArgs) -> anyhow::Result<()> {
-    super::init_logging(args.verbose);
     let settings = Settings::new(args)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     runtime.block_on(forward_all(settings))
 }
 
 async fn forward_all(settings: Settings) -> anyhow::Result<()> {
+    let display = StatsDisplay::choose(settings.observe.stats_interval);
+    super::init_logging(
+        settings.verbose,
+        settings.observe.log_format,
+        display.log_writer(),
+    );
     // Local ports first: a port in use is said at once, not after a
     // handshake.
     let mut forwards = Vec::new();
@@ -276,6 +279,7 @@ async fn forward_all(settings: Settings) -> anyhow::Result<()> {
         tasks.spawn(serve_socks(listener, client.clone(), users));
     }
     super::notify_ready();
+    tokio::spawn(report(Arc::new(Registry::Server(client.clone())), display));
     match tasks.join_next().await {
         Some(ended) => ended.context("a listener task")?,
         None => bail!("nothing to forward"),

@@ -37,6 +37,8 @@ use anyhow::Context;
 use ltx_cli::exit::{Failed, Failure};
 use serde::Deserialize;
 
+use super::observe::{LogFormat, ObserveFile};
+
 /// The server's file.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -54,6 +56,20 @@ pub(crate) struct ServerFile {
     pub(crate) connect_timeout: Option<String>,
     pub(crate) metrics: Option<String>,
     pub(crate) qlog: Option<PathBuf>,
+    pub(crate) stats_interval: Option<String>,
+    pub(crate) log_format: Option<LogFormat>,
+}
+
+impl ServerFile {
+    /// The observation settings.
+    pub(crate) fn observe(&self) -> ObserveFile {
+        ObserveFile {
+            metrics: self.metrics.clone(),
+            qlog: self.qlog.clone(),
+            stats_interval: self.stats_interval.clone(),
+            log_format: self.log_format,
+        }
+    }
 }
 
 /// One `[[forward]]` table of the client's file.
@@ -90,6 +106,20 @@ pub(crate) struct ClientFile {
     pub(crate) connect_timeout: Option<String>,
     pub(crate) metrics: Option<String>,
     pub(crate) qlog: Option<PathBuf>,
+    pub(crate) stats_interval: Option<String>,
+    pub(crate) log_format: Option<LogFormat>,
+}
+
+impl ClientFile {
+    /// The observation settings.
+    pub(crate) fn observe(&self) -> ObserveFile {
+        ObserveFile {
+            metrics: self.metrics.clone(),
+            qlog: self.qlog.clone(),
+            stats_interval: self.stats_interval.clone(),
+            log_format: self.log_format,
+        }
+    }
 }
 
 /// Reads and parses a file: unreadable is a local file error (exit 6),

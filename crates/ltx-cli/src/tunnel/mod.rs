@@ -17,6 +17,10 @@ mod config;
 mod forward_spec;
 mod observe;
 mod server;
+mod stats;
+
+use observe::LogFormat;
+use stats::LogWriter;
 
 /// The `ltx tunnel` commands.
 #[derive(Debug, Subcommand)]
@@ -42,18 +46,23 @@ fn usage(message: impl std::fmt::Display) -> anyhow::Error {
 }
 
 /// Logs to stderr: what each side did with each connection, at `info`
-/// (`debug` with --verbose, which adds every stream).
-fn init_logging(verbose: bool) {
+/// (`debug` with --verbose, which adds every stream), as text or one JSON
+/// object per line, through `writer` (which keeps log lines from being
+/// drawn over by the live lines).
+fn init_logging(verbose: bool, format: LogFormat, writer: LogWriter) {
     let level = if verbose {
         tracing::Level::DEBUG
     } else {
         tracing::Level::INFO
     };
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_max_level(level)
-        .with_target(false)
-        .try_init();
+    let make_writer = move || writer.clone();
+    let builder = tracing_subscriber::fmt()
+        .with_writer(make_writer)
+        .with_max_level(level);
+    let _ = match format {
+        LogFormat::Text => builder.with_target(false).try_init(),
+        LogFormat::Json => builder.json().with_target(true).try_init(),
+    };
 }
 
 /// Tells systemd (a `Type=notify` unit) that the tunnel is ready: its

@@ -17,6 +17,7 @@ use ltx_tunnel::policy::{PermitRule, Policy};
 use ltx_tunnel::{tunnel_transport, RateLimit, ServerConfig, TunnelServer, TUNNEL_IDLE_TIMEOUT};
 
 use super::config::{self, ServerFile};
+use super::stats::{report, Registry, StatsDisplay};
 use super::usage;
 
 /// The UDP address a server listens on by default.
@@ -85,6 +86,7 @@ struct Settings {
     idle_timeout: Duration,
     observe: Observe,
     server: ServerConfig,
+    verbose: bool,
 }
 
 const SERVER_NEEDS_A_KEY: &str = "ltx tunnel server needs a key pair, so that clients can \
@@ -191,31 +193,32 @@ impl Settings {
             })?;
             server.set_rate_limit(Some(limit));
         }
-        let observe = Observe::new(
-            &args.observe,
-            file.metrics.as_deref(),
-            file.qlog.as_ref(),
-            here,
-        )?;
+        let observe = Observe::new(&args.observe, &file.observe(), here)?;
         Ok(Settings {
             observe,
             listen,
             security,
             idle_timeout,
             server,
+            verbose: args.verbose,
         })
     }
 }
 
 /// Runs `ltx tunnel server`.
 pub(crate) fn run(args: &ServerArgs) -> anyhow::Result<()> {
-    super::init_logging(args.verbose);
     let settings = Settings::new(args)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the tokio runtime")?;
     runtime.block_on(serve(settings))
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
+    let display = StatsDisplay::choose(settings.observe.stats_interval);
+    super::init_logging(
+        settings.verbose,
+        settings.observe.log_format,
+        display.log_writer(),
+    );
     let public_key = settings.security.keypair.public();
     let accepting = match &settings.security.allowed_clients {
         Some(allowed) => format!("from the {} allowed client key(s)", allowed.len()),
@@ -256,7 +259,14 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     tokio::spawn(give_back_freed_memory());
     super::notify_ready();
-    TunnelServer::new(settings.server).serve(endpoint).await;
+    let server = TunnelServer::new(settings.server);
+    let clients = Arc::new(Registry::clients());
+    tokio::spawn(report(clients.clone(), display));
+    while let Some(connection) = endpoint.accept().await {
+        clients.add(connection.clone());
+        let server = server.clone();
+        tokio::spawn(async move { server.serve_connection(connection).await });
+    }
     Err(anyhow::anyhow!("the endpoint stopped taking connections"))
 }
 
