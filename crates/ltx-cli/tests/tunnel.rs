@@ -912,3 +912,49 @@ fn the_server_logs_each_active_clients_figures_as_json() {
         .iter()
         .any(|l| l.starts_with('{') && l.contains("client connected")));
 }
+
+/// -R: the server listens where --permit-listen allows and carries each
+/// connection there back to the client, which connects it on its side;
+/// a listen the server does not permit ends the client with exit 4.
+#[test]
+fn a_remote_forward_carries_connections_to_the_server_back_to_the_client() {
+    let target = serve(echo);
+    let server = start_server(
+        &["127.0.0.1:9".to_owned()],
+        &["--permit-listen", "127.0.0.1:*"],
+    );
+    let remote = format!("127.0.0.1:0:{target}");
+    let (client, _) = start_client(&server, &["-R", &remote]);
+    let line = client.line_with("remote forward: the server is listening on ");
+    let listening: SocketAddr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split(" -> ").next())
+        .and_then(|a| a.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    for round in 0..3 {
+        let data = random_bytes(300_000, 20 + round);
+        assert!(
+            exchange(connect(listening), data.clone()) == data,
+            "round {round}"
+        );
+    }
+
+    let forbidden = format!("0.0.0.0:0:{target}");
+    let key = server.dir.path().join("client.key");
+    let out = ltx()
+        .args([
+            "tunnel",
+            "client",
+            "--server",
+            &server.addr,
+            "--peer",
+            &server.key,
+        ])
+        .args(["--key", key.to_str().unwrap(), "-R", &forbidden])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("not permitted"), "{stderr}");
+}

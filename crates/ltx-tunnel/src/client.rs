@@ -125,7 +125,7 @@ impl TunnelClient {
     }
 
     /// Opens a stream, on a new connection if the current one is spent.
-    async fn open_stream(&self) -> Result<(SendStream, RecvStream), ConnectError> {
+    pub(crate) async fn open_stream(&self) -> Result<(SendStream, RecvStream), ConnectError> {
         let (generation, connection) = self.lock().clone();
         match connection.open_stream() {
             Ok(halves) => return Ok(halves),

@@ -6,7 +6,10 @@
 //! message, of the same length.
 
 use crate::wire::socks5::{self, Greeting, Reply, Request, UserPass};
-use crate::wire::{OpenRequest, OpenResult, Parsed, MAX_REQUEST_LEN, MAX_RESULT_LEN};
+use crate::wire::{
+    OpenRequest, OpenResult, Parsed, StreamRequest, MAX_REQUEST_LEN, MAX_RESULT_LEN,
+    MAX_STREAM_REQUEST_LEN,
+};
 
 /// Checks the contract for one parser on `data`.
 fn check<T, E>(
@@ -52,10 +55,17 @@ fn check<T, E>(
     }
 }
 
-/// The stream header: `data` as an open request and as an open result.
+/// The stream header: `data` as an open request, an open result and
+/// either first message of a client's stream.
 pub fn stream_header(data: &[u8]) {
     check(data, MAX_REQUEST_LEN, OpenRequest::parse, OpenRequest::emit);
     check(data, MAX_RESULT_LEN, OpenResult::parse, OpenResult::emit);
+    check(
+        data,
+        MAX_STREAM_REQUEST_LEN,
+        StreamRequest::parse,
+        StreamRequest::emit,
+    );
 }
 
 /// SOCKS5: `data` as a greeting, a request, a reply and a

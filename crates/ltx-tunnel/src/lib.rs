@@ -26,6 +26,7 @@ pub mod fuzzing;
 mod message_io;
 pub mod policy;
 mod rate_limit;
+mod remote;
 mod server;
 mod socks;
 pub mod splice;
@@ -35,6 +36,7 @@ pub mod wire;
 pub use client::{OpenError, TunnelClient, TunnelStream};
 pub use message_io::MessageError;
 pub use rate_limit::RateLimit;
+pub use remote::{serve_remote_streams, RemoteListener};
 pub use server::{ServerConfig, TunnelServer};
 pub use socks::{
     reply_code, serve_socks5, SocksFailure, SocksUsers, UsersError, SOCKS_HANDSHAKE_TIMEOUT,

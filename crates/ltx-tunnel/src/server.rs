@@ -15,8 +15,11 @@ use crate::rate_limit::{ClientBuckets, RateLimit};
 
 use crate::message_io::{read_message, write_message};
 use crate::policy::{Decision, Policy};
+use crate::remote::{serve_listen, ListenContext};
 use crate::splice::{self, SpliceEnd, Start};
-use crate::wire::{Destination, Host, OpenRequest, OpenResult, OpenStatus, MAX_REQUEST_LEN};
+use crate::wire::{
+    Destination, Host, OpenResult, OpenStatus, StreamRequest, MAX_STREAM_REQUEST_LEN,
+};
 
 /// How a tunnel server behaves: whom it connects to, and its limits.
 #[derive(Debug, Clone)]
@@ -26,6 +29,7 @@ pub struct ServerConfig {
     connect_timeout: Duration,
     request_timeout: Duration,
     rate_limit: Option<RateLimit>,
+    listen_policy: Policy,
 }
 
 impl ServerConfig {
@@ -41,7 +45,20 @@ impl ServerConfig {
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(30),
             rate_limit: None,
+            listen_policy: Policy::new(Vec::new()),
         }
+    }
+
+    /// Where clients may ask the server to listen for them (`-R`): the
+    /// addresses and ports its rules permit; nowhere by default.
+    pub fn listen_policy(&self) -> &Policy {
+        &self.listen_policy
+    }
+
+    /// Sets [`listen_policy`](Self::listen_policy).
+    pub fn set_listen_policy(&mut self, policy: Policy) -> &mut Self {
+        self.listen_policy = policy;
+        self
     }
 
     /// The bytes per second each client may move each way, over all its
@@ -149,12 +166,15 @@ impl TunnelServer {
                 Err(e) => break e,
             };
             let permit = streams.clone().try_acquire_owned().ok();
-            let config = self.config.clone();
-            let client = client.clone();
-            let buckets = buckets.clone();
+            let stream = StreamContext {
+                config: self.config.clone(),
+                client: client.clone(),
+                connection: connection.clone(),
+                streams: streams.clone(),
+                limits: buckets.clone(),
+            };
             tokio::spawn(async move {
-                let limits = buckets.as_deref();
-                serve_stream(&config, &client, send, recv, permit.is_some(), limits).await;
+                serve_stream(stream, send, recv, permit.is_some()).await;
                 drop(permit);
             });
         };
@@ -180,17 +200,27 @@ impl Client {
     }
 }
 
+/// What a stream's task needs of its connection.
+struct StreamContext {
+    config: Arc<ServerConfig>,
+    client: Client,
+    connection: Connection,
+    streams: Arc<Semaphore>,
+    limits: Option<Arc<ClientBuckets>>,
+}
+
 /// One stream: its request, the policy's decision, the connection to the
-/// destination, then the copying.
+/// destination, then the copying (or, for a listen request, the remote
+/// forward).
 async fn serve_stream(
-    config: &ServerConfig,
-    client: &Client,
+    stream: StreamContext,
     mut send: SendStream,
     mut recv: RecvStream,
     within_limit: bool,
-    limits: Option<&ClientBuckets>,
 ) {
-    let read = read_message(&mut recv, MAX_REQUEST_LEN, OpenRequest::parse);
+    let (config, client) = (&*stream.config, &stream.client);
+    let limits = stream.limits.as_deref();
+    let read = read_message(&mut recv, MAX_STREAM_REQUEST_LEN, StreamRequest::parse);
     let request = match tokio::time::timeout(config.request_timeout, read).await {
         Ok(Ok(request)) => request,
         Ok(Err(e)) => {
@@ -201,6 +231,20 @@ async fn serve_stream(
         }
         Err(_) => {
             tracing::warn!(client = %client.address, "no open request in {:?}", config.request_timeout);
+            return;
+        }
+    };
+    let request = match request {
+        StreamRequest::Open(request) => request,
+        StreamRequest::Listen(listen) => {
+            let context = ListenContext {
+                config,
+                client: client.address,
+                connection: stream.connection.clone(),
+                streams: stream.streams.clone(),
+                limits: stream.limits.clone(),
+            };
+            serve_listen(context, listen, send, recv).await;
             return;
         }
     };

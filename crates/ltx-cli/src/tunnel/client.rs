@@ -18,7 +18,8 @@ use ltx_sim::units::parse_duration;
 use ltx_tunnel::splice::{Broken, SpliceEnd, Spliced};
 use ltx_tunnel::wire::Destination;
 use ltx_tunnel::{
-    serve_socks5, tunnel_transport, OpenError, SocksUsers, TunnelClient, TUNNEL_IDLE_TIMEOUT,
+    serve_remote_streams, serve_socks5, tunnel_transport, OpenError, RemoteListener, SocksUsers,
+    TunnelClient, TUNNEL_IDLE_TIMEOUT,
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -51,6 +52,11 @@ pub(crate) struct ClientArgs {
     /// (repeatable). BIND defaults to 127.0.0.1; '*' is every IPv4 address.
     #[arg(short = 'L', value_name = "[BIND:]PORT:HOST:HOSTPORT", value_parser = parse_local_forward)]
     local: Vec<LocalForward>,
+    /// Have the server listen on [BIND:]PORT (its loopback by default) and
+    /// carry each connection there to HOST:HOSTPORT as this machine
+    /// reaches it (repeatable); the server must permit it (--permit-listen).
+    #[arg(short = 'R', value_name = "[BIND:]PORT:HOST:HOSTPORT", value_parser = parse_local_forward)]
+    remote: Vec<LocalForward>,
     /// Serve SOCKS5 (CONNECT) on this local port; names are resolved at
     /// the server. BIND defaults to 127.0.0.1. Without --socks-users, no
     /// authentication.
@@ -85,6 +91,7 @@ struct Settings {
     peer: PublicKey,
     security: SecurityConfig,
     forwards: Vec<LocalForward>,
+    remotes: Vec<LocalForward>,
     socks: Option<SocketAddr>,
     socks_users: Option<SocksUsers>,
     idle_timeout: Duration,
@@ -99,7 +106,7 @@ public key, which the server prints when it starts (\"public key ...\"):
 The server must allow this client's key: `ltx keygen --show client.key` prints it.";
 
 const CLIENT_NEEDS_A_FORWARD: &str = "ltx tunnel client has nothing to forward: give -L \
-[BIND:]PORT:HOST:HOSTPORT (repeatable) or --socks [BIND:]PORT";
+[BIND:]PORT:HOST:HOSTPORT, -R [BIND:]PORT:HOST:HOSTPORT (repeatable) or --socks [BIND:]PORT";
 
 /// What to tell a client whose server did not answer.
 const NO_ANSWER_HINT: &str = "either UDP to it is blocked, or the server refused this \
@@ -149,7 +156,16 @@ impl Settings {
             ),
             (None, None) => None,
         };
-        if forwards.is_empty() && socks.is_none() {
+        let mut remotes = Vec::new();
+        for table in &file.remote {
+            let text = format!("{}:{}", table.listen, table.to);
+            remotes.push(
+                parse_local_forward(&text)
+                    .map_err(|e| usage(format!("[[remote]] in the file: {e}")))?,
+            );
+        }
+        remotes.extend(args.remote.iter().cloned());
+        if forwards.is_empty() && socks.is_none() && remotes.is_empty() {
             return Err(usage(CLIENT_NEEDS_A_FORWARD));
         }
         let users_file = args.socks_users.clone().or_else(|| {
@@ -192,6 +208,7 @@ impl Settings {
             peer,
             security: SecurityConfig::new(keypair),
             forwards,
+            remotes,
             socks,
             socks_users,
             idle_timeout,
@@ -277,6 +294,14 @@ async fn forward_all(settings: Settings) -> anyhow::Result<()> {
         }
         eprintln!("SOCKS5 on {address}");
         tasks.spawn(serve_socks(listener, client.clone(), users));
+    }
+    if !settings.remotes.is_empty() {
+        let listeners = establish_remotes(&client, &settings.remotes).await?;
+        tasks.spawn(keep_remotes(
+            client.clone(),
+            settings.remotes.clone(),
+            listeners,
+        ));
     }
     super::notify_ready();
     tokio::spawn(report(Arc::new(Registry::Server(client.clone())), display));
@@ -390,4 +415,69 @@ fn read_users(path: &std::path::Path) -> anyhow::Result<SocksUsers> {
         .with_context(|| format!("reading the SOCKS users file {}", path.display()))
         .context(Failed(Failure::LocalFile))?;
     SocksUsers::parse(&text).map_err(|e| usage(format!("{}: {e}", path.display())))
+}
+
+/// Asks the server for every remote forward; a refusal ends the client
+/// (exit 4), as a local port in use does.
+async fn establish_remotes(
+    client: &TunnelClient,
+    remotes: &[LocalForward],
+) -> anyhow::Result<Vec<RemoteListener>> {
+    let mut listeners = Vec::new();
+    for remote in remotes {
+        let listener = client.listen(remote.listen).await.map_err(|e| {
+            anyhow::anyhow!("-R {} -> {}: {e}", remote.listen, remote.to)
+                .context(Failed(Failure::Refused))
+        })?;
+        eprintln!(
+            "remote forward: the server is {} -> {}",
+            listener.result.reason(),
+            remote.to
+        );
+        listeners.push(listener);
+    }
+    Ok(listeners)
+}
+
+/// Answers the server's streams for the remote forwards, and asks for
+/// the forwards again on each new connection (after an outage longer than
+/// the idle time-out, or a server restart).
+async fn keep_remotes(
+    client: Arc<TunnelClient>,
+    remotes: Vec<LocalForward>,
+    mut listeners: Vec<RemoteListener>,
+) -> anyhow::Result<()> {
+    let table: Vec<(Destination, Destination)> = remotes
+        .iter()
+        .map(|r| {
+            let asked = Destination {
+                host: ltx_tunnel::wire::Host::Ip(r.listen.ip()),
+                port: r.listen.port(),
+            };
+            (asked, r.to.clone())
+        })
+        .collect();
+    let route: Arc<dyn Fn(&Destination) -> Option<Destination> + Send + Sync> =
+        Arc::new(move |asked| {
+            table
+                .iter()
+                .find(|(a, _)| a == asked)
+                .map(|(_, to)| to.clone())
+        });
+    loop {
+        let (_, connection) = client.current();
+        serve_remote_streams(connection, route.clone()).await;
+        listeners.clear();
+        tracing::warn!("the connection to the server ended; asking for the remote forwards again");
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            match establish_remotes(&client, &remotes).await {
+                Ok(again) => {
+                    listeners = again;
+                    break;
+                }
+                Err(e) => tracing::warn!("{e:#}"),
+            }
+        }
+    }
 }

@@ -50,6 +50,8 @@ pub(crate) struct ServerFile {
     pub(crate) allow_any_client: bool,
     #[serde(default)]
     pub(crate) permit: Vec<String>,
+    #[serde(default)]
+    pub(crate) permit_listen: Vec<String>,
     pub(crate) max_streams: Option<usize>,
     pub(crate) rate_limit: Option<String>,
     pub(crate) idle_timeout: Option<String>,
@@ -101,6 +103,9 @@ pub(crate) struct ClientFile {
     pub(crate) key: Option<PathBuf>,
     #[serde(default)]
     pub(crate) forward: Vec<ForwardTable>,
+    /// `[[remote]]` tables: `listen` on the server, `to` from this machine.
+    #[serde(default)]
+    pub(crate) remote: Vec<ForwardTable>,
     pub(crate) socks: Option<SocksTable>,
     pub(crate) idle_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,

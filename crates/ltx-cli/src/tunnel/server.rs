@@ -47,6 +47,11 @@ pub(crate) struct ServerArgs {
     /// or '*' for everything. PORTS is N, N-M or *.
     #[arg(long, value_name = "RULE", value_parser = parse_rule)]
     permit: Vec<PermitRule>,
+    /// Where clients may have this server listen for them (-R; repeatable;
+    /// nowhere without it): ADDRESS:PORTS or CIDR:PORTS of the address
+    /// bound, e.g. 127.0.0.1:8000-8099 or 0.0.0.0/0:443.
+    #[arg(long, value_name = "RULE", value_parser = parse_rule)]
+    permit_listen: Vec<PermitRule>,
     /// Streams (TCP connections) one client may have open at once
     /// [default: 256].
     #[arg(long, value_name = "N")]
@@ -163,6 +168,14 @@ impl Settings {
         let idle_timeout = duration(args.idle_timeout, &file.idle_timeout, "idle_timeout")?
             .unwrap_or(TUNNEL_IDLE_TIMEOUT);
         let mut server = ServerConfig::new(Policy::new(rules));
+        let mut listen_rules = Vec::new();
+        for text in &file.permit_listen {
+            listen_rules.push(
+                parse_rule(text).map_err(|e| usage(format!("permit_listen in the file: {e}")))?,
+            );
+        }
+        listen_rules.extend(args.permit_listen.iter().cloned());
+        server.set_listen_policy(Policy::new(listen_rules));
         if let Some(timeout) = duration(
             args.connect_timeout,
             &file.connect_timeout,
@@ -246,6 +259,18 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let rate = match settings.server.rate_limit() {
         Some(limit) => format!(", {} each way", bit_rate(limit.get() as f64)),
         None => String::new(),
+    };
+    let listens: Vec<String> = settings
+        .server
+        .listen_policy()
+        .rules()
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    let rate = if listens.is_empty() {
+        rate
+    } else {
+        format!("{rate}; listening for clients on {}", listens.join(", "))
     };
     eprintln!(
         "tunnel server on {} (UDP) {accepting}, public key {public_key}; permitting {}; \

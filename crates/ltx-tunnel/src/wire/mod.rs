@@ -30,12 +30,16 @@
 
 mod destination;
 mod error;
+mod listen;
 mod open;
 pub mod socks5;
 
 pub use destination::{Destination, DomainName, Host, MAX_DOMAIN_LEN};
 use error::AddressError;
 pub use error::{DestinationError, WireError};
+pub use listen::{
+    ListenRequest, StreamRequest, LISTEN_KIND, MAX_LISTEN_LEN, MAX_STREAM_REQUEST_LEN,
+};
 pub use open::{
     OpenRequest, OpenResult, OpenStatus, MAX_REASON_LEN, MAX_REQUEST_LEN, MAX_RESULT_LEN, VERSION,
 };
