@@ -36,7 +36,7 @@ pub mod wire;
 pub use client::{OpenError, TunnelClient, TunnelStream};
 pub use message_io::MessageError;
 pub use rate_limit::RateLimit;
-pub use remote::{serve_remote_streams, RemoteListener};
+pub use remote::{serve_remote_streams, RemoteListener, RemoteRoute};
 pub use server::{ServerConfig, TunnelServer};
 pub use socks::{
     reply_code, serve_socks5, SocksFailure, SocksUsers, UsersError, SOCKS_HANDSHAKE_TIMEOUT,

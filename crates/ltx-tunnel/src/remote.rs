@@ -187,15 +187,16 @@ impl TunnelClient {
     }
 }
 
+/// Where a remote forward goes on the client's side, by the address the
+/// client asked the server to listen on; `None` for one it never asked for.
+pub type RemoteRoute = Arc<dyn Fn(&Destination) -> Option<Destination> + Send + Sync>;
+
 /// Answers the streams the server opens on `connection` for remote
 /// forwards: each names the address the client asked the server to
 /// listen on; `route` gives where that forward goes on this side (`None`
 /// for an address this client never asked for: the stream is refused).
 /// Returns when the connection ends.
-pub async fn serve_remote_streams(
-    connection: Connection,
-    route: Arc<dyn Fn(&Destination) -> Option<Destination> + Send + Sync>,
-) {
+pub async fn serve_remote_streams(connection: Connection, route: RemoteRoute) {
     while let Ok((send, recv)) = connection.accept_stream().await {
         let route = route.clone();
         tokio::spawn(async move { answer_remote_stream(send, recv, &*route).await });

@@ -18,8 +18,8 @@ use ltx_sim::units::parse_duration;
 use ltx_tunnel::splice::{Broken, SpliceEnd, Spliced};
 use ltx_tunnel::wire::Destination;
 use ltx_tunnel::{
-    serve_remote_streams, serve_socks5, tunnel_transport, OpenError, RemoteListener, SocksUsers,
-    TunnelClient, TUNNEL_IDLE_TIMEOUT,
+    serve_remote_streams, serve_socks5, tunnel_transport, OpenError, RemoteListener, RemoteRoute,
+    SocksUsers, TunnelClient, TUNNEL_IDLE_TIMEOUT,
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -457,13 +457,12 @@ async fn keep_remotes(
             (asked, r.to.clone())
         })
         .collect();
-    let route: Arc<dyn Fn(&Destination) -> Option<Destination> + Send + Sync> =
-        Arc::new(move |asked| {
-            table
-                .iter()
-                .find(|(a, _)| a == asked)
-                .map(|(_, to)| to.clone())
-        });
+    let route: RemoteRoute = Arc::new(move |asked| {
+        table
+            .iter()
+            .find(|(a, _)| a == asked)
+            .map(|(_, to)| to.clone())
+    });
     loop {
         let (_, connection) = client.current();
         serve_remote_streams(connection, route.clone()).await;
