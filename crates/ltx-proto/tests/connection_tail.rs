@@ -23,8 +23,11 @@ struct Path {
     wire: BTreeMap<(Instant, u64), (bool, Vec<u8>)>,
     sequence: u64,
     client_datagrams: u64,
-    drop: Box<dyn FnMut(u64, &[u8]) -> bool>,
+    drop: Box<Loses>,
 }
+
+/// Whether the wire loses the client's `n`th datagram (with these bytes).
+type Loses = dyn FnMut(u64, &[u8]) -> bool;
 
 impl Path {
     fn new(drop: impl FnMut(u64, &[u8]) -> bool + 'static) -> Path {
