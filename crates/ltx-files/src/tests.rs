@@ -507,13 +507,13 @@ async fn a_rerun_resumes_where_the_stream_broke() {
     let rest = data.len() as u64 - held;
     assert_eq!(sent.resumed_from, held);
     assert_eq!(received.resumed_from, held);
-    // Sent before the answer, then the rest. Before the sender hears the
-    // HAVE, the receiver has taken at most what was in flight when it
-    // answered (a window), and the pipe holds at most a window and the
-    // buffers at both ends: well short of the 1 MiB held.
+    // Sent before the answer, then the rest: the bytes sent twice are
+    // what went before the sender heard the HAVE, short of the 1 MiB held.
+    // (How far short depends on how long the receiver's hash of what it
+    // holds takes on a blocking thread, which the paused clock does not
+    // see: anywhere from a window to most of the part.)
     let early = sent.bytes_sent - rest;
-    assert!(early <= (2 * window + 4 * PIPE_LEN) as u64, "{early}");
-    assert!(early < held, "{early}");
+    assert!(early < held, "{early} of {held} sent again");
     assert_eq!(received.bytes_received, sent.bytes_sent);
     assert_eq!(std::fs::read(dirs.dst.join("big")).unwrap(), data);
     assert_eq!(dirs.listing(), ["big"]);
