@@ -2,8 +2,10 @@
 
 mod address_validation;
 mod copy_spacing;
+mod decoder_report;
 mod handshake;
 mod loss_round;
+mod migration;
 mod receive;
 mod received;
 mod recovery;
@@ -15,6 +17,7 @@ mod stats;
 mod streams;
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::time::Instant;
 
 use rand::rngs::SmallRng;
@@ -22,11 +25,10 @@ use rand::{Rng, SeedableRng};
 
 use crate::accept::packet::RetryPacket;
 use crate::config::TransportConfig;
-use crate::event::{codes, CloseReason, Event, Metrics, TraceEvent, Unreachable};
+use crate::event::{codes, CloseReason, Event, TraceEvent, Unreachable};
 use crate::protection::{
     PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
 };
-use crate::recovery::Feedback;
 use crate::wire::{
     AckFrame, ConnectionId, Frame, Frames, Header, PacketNumber, PacketType, Side, StreamId,
     MAX_HEADER_LEN,
@@ -36,6 +38,7 @@ use address_validation::AmplificationLimit;
 pub use address_validation::AMPLIFICATION_FACTOR;
 pub(crate) use handshake::MIN_INITIAL;
 use handshake::{initial_copies, Handshake, INITIAL_COPIES};
+use migration::Paths;
 use receive::Receiver;
 use received::AckState;
 use recovery::{PacketFates, Recovery};
@@ -67,6 +70,11 @@ pub struct Transmit {
     pub contents: Vec<u8>,
     /// The ECN codepoint to send it with.
     pub ecn: EcnCodepoint,
+    /// Where to send it: the peer's address as the connection last learned
+    /// it from [`Connection::handle_datagram_from`] (it follows a peer that
+    /// moves), or `None` before any datagram came in that way, for the
+    /// address the driver connected to.
+    pub destination: Option<SocketAddr>,
 }
 
 /// Bytes a packet spends on its largest symbol frame before the symbol (a
@@ -106,9 +114,10 @@ enum Timer {
     Probe = 3,
     Pacing = 4,
     KeepAlive = 5,
+    PathValidation = 6,
 }
 
-const TIMERS: usize = 6;
+const TIMERS: usize = 7;
 const ALL_TIMERS: [Timer; TIMERS] = [
     Timer::Idle,
     Timer::Ack,
@@ -116,6 +125,7 @@ const ALL_TIMERS: [Timer; TIMERS] = [
     Timer::Probe,
     Timer::Pacing,
     Timer::KeepAlive,
+    Timer::PathValidation,
 ];
 
 /// A close asked for by the application, or sent or received.
@@ -184,6 +194,8 @@ pub struct Connection {
     /// The handshake's packets, copies and first RTT sample.
     handshake: Handshake,
     amplification: AmplificationLimit,
+    /// The peer's address, and a new one being validated.
+    paths: Paths,
     /// A close asked for, sent or received.
     closing: Closing,
     /// The packets this end sent: numbers, acknowledgements, losses, round
@@ -243,6 +255,7 @@ impl Connection {
         entropy: [u8; KEY_LEN],
     ) -> Result<Connection, crate::ConfigError> {
         let mut connection = Connection::client(config, now, seed)?;
+        connection.paths.reseed(entropy);
         connection.secure = Some(Box::new(SecureHandshake::new(security, entropy)));
         connection.protection = Box::new(KeysPending);
         connection
@@ -262,6 +275,7 @@ impl Connection {
         entropy: [u8; KEY_LEN],
     ) -> Result<Connection, crate::ConfigError> {
         let mut connection = Connection::server(config, now, seed)?;
+        connection.paths.reseed(entropy);
         connection.secure = Some(Box::new(SecureHandshake::new(security, entropy)));
         connection.protection = Box::new(KeysPending);
         Ok(connection)
@@ -306,6 +320,7 @@ impl Connection {
                 Side::Client => AmplificationLimit::none(),
                 Side::Server => AmplificationLimit::unproved(),
             },
+            paths: Paths::new(seed ^ 0x9a7e),
             closing: Closing::default(),
             recovery: Recovery::new(&config, controller, now),
             acks: AckState::default(),
@@ -519,6 +534,7 @@ impl Connection {
                 Timer::Probe => self.on_probe_timeout(now),
                 Timer::Pacing => {}
                 Timer::KeepAlive => self.repair.probe_owed = self.repair.probe_owed.max(1),
+                Timer::PathValidation => self.on_path_validation_timeout(now),
             }
         }
     }
@@ -541,10 +557,15 @@ impl Connection {
             }
             _ => {}
         }
-        if !self
-            .amplification
-            .allows(u64::from(self.config.max_datagram))
-        {
+        if self.state == State::Established {
+            // Small, and sent first: a new address gets its challenge even
+            // when what it sent leaves no room for a full datagram.
+            if let Some(transmit) = self.poll_path_frames(now) {
+                return Some(transmit);
+            }
+        }
+        let max_datagram = u64::from(self.config.max_datagram);
+        if !self.amplification.allows(max_datagram) || !self.paths.allows(max_datagram) {
             self.stats.amplification_limited += 1;
             return None;
         }
@@ -622,10 +643,39 @@ impl Connection {
 
     // ---- input ----
 
-    /// Handles a datagram that arrived with the given ECN codepoint.
+    /// Handles a datagram that arrived with the given ECN codepoint, from
+    /// the address the connection sends to.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8], ecn: EcnCodepoint) {
+        self.handle_datagram_on(now, None, datagram, ecn);
+    }
+
+    /// Handles a datagram that arrived from `from` with the given ECN
+    /// codepoint. A server whose client's newest packet comes from a new
+    /// address validates it and moves there (see
+    /// [`is_validating_path`](Connection::is_validating_path)); the
+    /// transmits carry the address to send to.
+    pub fn handle_datagram_from(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+        ecn: EcnCodepoint,
+    ) {
+        self.handle_datagram_on(now, Some(from), datagram, ecn);
+    }
+
+    fn handle_datagram_on(
+        &mut self,
+        now: Instant,
+        from: Option<SocketAddr>,
+        datagram: &[u8],
+        ecn: EcnCodepoint,
+    ) {
         if self.state == State::Closed {
             return;
+        }
+        if let Some(from) = from {
+            self.paths.on_received(from, datagram.len());
         }
         self.amplification.on_received(datagram.len());
         if let Some(retry) = RetryPacket::parse(datagram) {
@@ -677,6 +727,11 @@ impl Connection {
         }
         if self.acks.received.largest() == Some(number.0) {
             self.acks.largest_received_time = Some(now);
+            // Only the newest packet can move the connection: a late one
+            // from the old address must not take it back.
+            if let Some(from) = from.filter(|_| header.packet_type == PacketType::Data) {
+                self.on_peer_address(now, from, datagram.len());
+            }
         }
         if self.config.trace {
             self.events
@@ -755,6 +810,8 @@ impl Connection {
                 }
             }
             Frame::Source(source) => self.on_source(&source)?,
+            Frame::PathChallenge(data) => self.on_path_challenge(data),
+            Frame::PathResponse(data) => self.on_path_response(data),
             Frame::Repair(repair) => self.on_repair(&repair)?,
             Frame::Close(close) => {
                 let reason = CloseReason::ByPeer {
@@ -804,59 +861,6 @@ impl Connection {
         self.arm_probe(now);
         self.maybe_finish_close(now);
         Ok(())
-    }
-
-    /// The newest acknowledgement reported the peer's decoder: the sender
-    /// frees what the peer has decoded, and the scheme answers its
-    /// deficit.
-    fn on_decoder_report(&mut self, ack: &AckFrame) -> Result<(), Violation> {
-        let state = ack.decoder;
-        self.sender.on_decoder_report(&state)?;
-        let estimate = self.recovery.loss.estimate();
-        // The decoder lacks `missing − rank` equations: repairs it holds
-        // but could not yet solve with count already.
-        let deficit = state.missing.saturating_sub(state.rank);
-        let next = self
-            .sender
-            .encoder
-            .as_ref()
-            .map_or(state.end, |e| e.next_id());
-        let feedback = Feedback {
-            deficit,
-            settled: state.settled,
-            repairs_in_flight: self.recovery.sent.repairs_in_flight,
-            sent_since_report: next.0.saturating_sub(state.end.0),
-            horizon: self.horizon(),
-            decoded_through: self.sender.peer.decoded_through,
-            // Nothing to answer without a deficit, and finding the
-            // flight walks the packets in flight.
-            covered: (deficit > 0).then(|| self.flight_covering_gaps()).flatten(),
-        };
-        let link_idle = !self.streams.has_pending();
-        self.repair.on_feedback(&feedback, &estimate, link_idle);
-        Ok(())
-    }
-
-    /// The connection's estimates, as a trace event.
-    fn trace_metrics(&mut self) {
-        let estimate = self.recovery.loss.estimate();
-        let metrics = Metrics {
-            cwnd: self.recovery.controller.window(),
-            bytes_in_flight: self.recovery.sent.bytes_in_flight,
-            srtt: self.recovery.rtt.smoothed().as_secs_f64(),
-            min_rtt: self.recovery.rtt.min().as_secs_f64(),
-            latest_rtt: self.recovery.rtt.latest().as_secs_f64(),
-            pacing_rate: self.recovery.pacing_rate(),
-            loss_rate: estimate.rate,
-            burst: estimate.burst,
-            redundancy: self.repair.proactive_ratio(&estimate, &self.horizon()),
-            peer_decoded_through: self.sender.peer.decoded_through.0,
-            peer_missing: self.sender.peer.missing,
-            peer_rank: self.sender.peer.rank,
-            next_symbol: self.sender.encoder.as_ref().map_or(0, |e| e.next_id().0),
-        };
-        self.events
-            .push_back(Event::Trace(TraceEvent::Metrics(metrics)));
     }
 }
 
