@@ -22,8 +22,9 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha20Rng;
 
 use super::address_validation::AmplificationLimit;
 use super::{Connection, State, Timer, Transmit};
@@ -50,7 +51,7 @@ pub(super) struct Paths {
     /// A challenge's bytes this end owes the peer an echo of.
     response_owed: Option<[u8; PATH_CHALLENGE_LEN]>,
     /// Draws the challenges' bytes.
-    rng: SmallRng,
+    rng: ChaCha20Rng,
 }
 
 /// The validation of a new address of the peer.
@@ -82,14 +83,14 @@ impl Paths {
             remote: None,
             pending: None,
             response_owed: None,
-            rng: SmallRng::seed_from_u64(seed),
+            rng: ChaCha20Rng::seed_from_u64(seed),
         }
     }
 
     /// Draws the challenges from `entropy` instead, which comes from a
     /// secure source, so that they cannot be guessed.
     pub(super) fn reseed(&mut self, entropy: [u8; 32]) {
-        self.rng = SmallRng::from_seed(entropy);
+        self.rng = ChaCha20Rng::from_seed(entropy);
     }
 
     /// Whether a new address is being validated.
