@@ -20,7 +20,7 @@
 //! [`AMPLIFICATION_FACTOR`]: super::AMPLIFICATION_FACTOR
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -52,6 +52,8 @@ pub(super) struct Paths {
     response_owed: Option<[u8; PATH_CHALLENGE_LEN]>,
     /// Draws the challenges' bytes.
     rng: ChaCha20Rng,
+    /// How long the next silence probe waits.
+    silence_gap: Duration,
 }
 
 /// The validation of a new address of the peer.
@@ -84,6 +86,7 @@ impl Paths {
             pending: None,
             response_owed: None,
             rng: ChaCha20Rng::seed_from_u64(seed),
+            silence_gap: Duration::ZERO,
         }
     }
 
@@ -273,5 +276,33 @@ impl Connection {
         let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
         frame.emit(&mut buf);
         self.finish_packet(now, buf, number, header_len, PacketKind::Ping, None)
+    }
+}
+
+/// The longest a silence probe waits, without a keep-alive interval.
+const MAX_SILENCE_GAP: Duration = Duration::from_secs(15);
+
+impl Connection {
+    /// The peer sent something that asks for an acknowledgement: the
+    /// silence probe starts over.
+    pub(super) fn on_peer_spoke(&mut self, now: Instant) {
+        if let Some(after) = self.config.silence_probe {
+            self.paths.silence_gap = after;
+            self.set_timer(Timer::Silence, now + after);
+        }
+    }
+
+    /// The peer has been quiet: ping it, so that a peer waiting for this
+    /// end's packets at an old address hears from its new one.
+    pub(super) fn on_silence(&mut self, now: Instant) {
+        if self.state != State::Established {
+            return;
+        }
+        if self.streams.open_count() > 0 {
+            self.repair.probe_owed = self.repair.probe_owed.max(1);
+        }
+        let cap = self.config.keep_alive.unwrap_or(MAX_SILENCE_GAP);
+        self.paths.silence_gap = (self.paths.silence_gap * 2).min(cap);
+        self.set_timer(Timer::Silence, now + self.paths.silence_gap);
     }
 }

@@ -115,9 +115,10 @@ enum Timer {
     Pacing = 4,
     KeepAlive = 5,
     PathValidation = 6,
+    Silence = 7,
 }
 
-const TIMERS: usize = 7;
+const TIMERS: usize = 8;
 const ALL_TIMERS: [Timer; TIMERS] = [
     Timer::Idle,
     Timer::Ack,
@@ -126,6 +127,7 @@ const ALL_TIMERS: [Timer; TIMERS] = [
     Timer::Pacing,
     Timer::KeepAlive,
     Timer::PathValidation,
+    Timer::Silence,
 ];
 
 /// A close asked for by the application, or sent or received.
@@ -535,6 +537,7 @@ impl Connection {
                 Timer::Pacing => {}
                 Timer::KeepAlive => self.repair.probe_owed = self.repair.probe_owed.max(1),
                 Timer::PathValidation => self.on_path_validation_timeout(now),
+                Timer::Silence => self.on_silence(now),
             }
         }
     }
@@ -776,6 +779,7 @@ impl Connection {
         // up by the acknowledgement delay.
         let in_order = previous_largest.is_none_or(|l| l.checked_add(1) == Some(number.0));
         if ack_eliciting {
+            self.on_peer_spoke(now);
             self.acks.eliciting_unacked += 1;
             let quick = self.stats.packets_received <= QUICK_ACKS;
             if self.acks.eliciting_unacked >= self.config.ack_frequency || !in_order || quick {
