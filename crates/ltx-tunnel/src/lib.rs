@@ -42,6 +42,6 @@ pub use socks::{
     reply_code, serve_socks5, SocksFailure, SocksUsers, UsersError, SOCKS_HANDSHAKE_TIMEOUT,
 };
 pub use transport::{
-    tunnel_transport, TUNNEL_IDLE_TIMEOUT, TUNNEL_KEEP_ALIVE, TUNNEL_STREAMS_PER_CONNECTION,
-    TUNNEL_STREAM_WINDOW,
+    tunnel_transport, TUNNEL_IDLE_TIMEOUT, TUNNEL_KEEP_ALIVE, TUNNEL_SILENCE_PROBE,
+    TUNNEL_STREAMS_PER_CONNECTION, TUNNEL_STREAM_WINDOW,
 };

@@ -12,6 +12,12 @@ pub const TUNNEL_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 /// idle timer stay alive while no TCP connection sends anything.
 pub const TUNNEL_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
+/// How long a tunnel's end waits, with a TCP connection open, for the
+/// peer to send before it pings: a client whose address changed while it
+/// only downloaded tells the server where it is now this soon (see
+/// `TransportConfig::set_silence_probe`).
+pub const TUNNEL_SILENCE_PROBE: Duration = Duration::from_secs(1);
+
 /// Bytes one stream may have in flight beyond what its reader took: a
 /// stalled reader (a paused download) holds at most this much of the
 /// connection's receive window, so the others keep moving. At 4 MiB one
@@ -25,8 +31,8 @@ pub const TUNNEL_STREAM_WINDOW: u64 = 4 << 20;
 pub const TUNNEL_STREAMS_PER_CONNECTION: u64 = 16_384;
 
 /// The transport of a tunnel's connections, on either side: the defaults
-/// of [`TransportConfig`] with the idle time-out, keep-alive, stream
-/// window and stream count above.
+/// of [`TransportConfig`] with the idle time-out, keep-alive, silence
+/// probe, stream window and stream count above.
 pub fn tunnel_transport() -> TransportConfig {
     let mut transport = TransportConfig::default();
     transport
@@ -34,6 +40,7 @@ pub fn tunnel_transport() -> TransportConfig {
         .expect("a non-zero idle time-out");
     transport
         .set_keep_alive(Some(TUNNEL_KEEP_ALIVE))
+        .set_silence_probe(Some(TUNNEL_SILENCE_PROBE))
         .set_stream_receive_window(TUNNEL_STREAM_WINDOW)
         .set_max_streams(TUNNEL_STREAMS_PER_CONNECTION);
     transport

@@ -106,7 +106,8 @@ impl Connection {
         result
     }
 
-    /// The peer's address.
+    /// The peer's address: where this end sends. On a server it follows
+    /// a client whose address changed (see `docs/tunnel.md`, Roaming).
     pub fn remote_address(&self) -> SocketAddr {
         let mut state = self.handle.shared.lock();
         slot(&mut state, self.handle.key).remote

@@ -541,7 +541,7 @@ impl State {
                     && matches!(slot.phase, Phase::Handshaking)
                     && slot.remote == from;
                 if waiting {
-                    slot.proto.handle_datagram(now, bytes, ecn);
+                    slot.proto.handle_datagram_from(now, from, bytes, ecn);
                     delivered = true;
                 }
             }
@@ -562,7 +562,7 @@ impl State {
             }
         };
         let slot = self.slots.get_mut(&key).expect("routes lead to slots");
-        slot.proto.handle_datagram(now, packet, ecn);
+        slot.proto.handle_datagram_from(now, from, packet, ecn);
     }
 
     fn route<'a>(&mut self, now: Instant, from: SocketAddr, bytes: &'a [u8]) -> Route<'a> {
@@ -648,6 +648,13 @@ impl State {
                 slot.proto.handle_timeout(now);
             }
             while let Some(transmit) = slot.proto.poll_transmit(now) {
+                // The connection follows a peer that moved (and returns if
+                // the new address does not answer its challenge); so do ICMP
+                // matching, the per-address counts and the logs.
+                if let Some(to) = transmit.destination.filter(|to| *to != slot.remote) {
+                    tracing::info!(from = %slot.remote, %to, "the peer's address changed");
+                    slot.remote = to;
+                }
                 out.push(slot.remote, transmit.ecn, &transmit.contents, max_segments);
             }
             while let Some(event) = slot.proto.poll_event() {

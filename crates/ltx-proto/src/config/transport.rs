@@ -51,6 +51,7 @@ pub struct TransportConfig {
     pub(crate) max_streams: u64,
     pub(crate) idle_timeout: Duration,
     pub(crate) keep_alive: Option<Duration>,
+    pub(crate) silence_probe: Option<Duration>,
     pub(crate) initial_rtt: Duration,
     pub(crate) max_ack_delay: Duration,
     pub(crate) ack_frequency: u32,
@@ -72,6 +73,7 @@ impl Default for TransportConfig {
             max_streams: 256,
             idle_timeout: Duration::from_secs(30),
             keep_alive: None,
+            silence_probe: None,
             initial_rtt: Duration::from_millis(333),
             max_ack_delay: Duration::from_millis(25),
             ack_frequency: 2,
@@ -95,6 +97,7 @@ impl fmt::Debug for TransportConfig {
             .field("max_streams", &self.max_streams)
             .field("idle_timeout", &self.idle_timeout)
             .field("keep_alive", &self.keep_alive)
+            .field("silence_probe", &self.silence_probe)
             .field("repair", &self.repair)
             .field("scheme", &self.scheme)
             .field("congestion", &self.congestion)
@@ -232,6 +235,22 @@ impl TransportConfig {
     /// Sets [`keep_alive`](Self::keep_alive).
     pub fn set_keep_alive(&mut self, interval: Option<Duration>) -> &mut Self {
         self.keep_alive = interval;
+        self
+    }
+
+    /// A ping is sent when the peer has sent nothing that asks for an
+    /// acknowledgement for this long while a stream is open, then after
+    /// twice as long, and so on up to the keep-alive interval (or 15 s).
+    /// A client whose address changed while it only received says so
+    /// this way, rather than at its next keep-alive. `None` sends none,
+    /// the default.
+    pub fn silence_probe(&self) -> Option<Duration> {
+        self.silence_probe
+    }
+
+    /// Sets [`silence_probe`](Self::silence_probe).
+    pub fn set_silence_probe(&mut self, after: Option<Duration>) -> &mut Self {
+        self.silence_probe = after;
         self
     }
 

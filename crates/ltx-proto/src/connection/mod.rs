@@ -2,8 +2,10 @@
 
 mod address_validation;
 mod copy_spacing;
+mod decoder_report;
 mod handshake;
 mod loss_round;
+mod migration;
 mod receive;
 mod received;
 mod recovery;
@@ -15,6 +17,7 @@ mod stats;
 mod streams;
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::time::Instant;
 
 use rand::rngs::SmallRng;
@@ -22,11 +25,10 @@ use rand::{Rng, SeedableRng};
 
 use crate::accept::packet::RetryPacket;
 use crate::config::TransportConfig;
-use crate::event::{codes, CloseReason, Event, Metrics, TraceEvent, Unreachable};
+use crate::event::{codes, CloseReason, Event, TraceEvent, Unreachable};
 use crate::protection::{
     PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
 };
-use crate::recovery::Feedback;
 use crate::wire::{
     AckFrame, ConnectionId, Frame, Frames, Header, PacketNumber, PacketType, Side, StreamId,
     MAX_HEADER_LEN,
@@ -36,6 +38,7 @@ use address_validation::AmplificationLimit;
 pub use address_validation::AMPLIFICATION_FACTOR;
 pub(crate) use handshake::MIN_INITIAL;
 use handshake::{initial_copies, Handshake, INITIAL_COPIES};
+use migration::Paths;
 use receive::Receiver;
 use received::AckState;
 use recovery::{PacketFates, Recovery};
@@ -67,6 +70,11 @@ pub struct Transmit {
     pub contents: Vec<u8>,
     /// The ECN codepoint to send it with.
     pub ecn: EcnCodepoint,
+    /// Where to send it: the peer's address as the connection last learned
+    /// it from [`Connection::handle_datagram_from`] (it follows a peer that
+    /// moves), or `None` before any datagram came in that way, for the
+    /// address the driver connected to.
+    pub destination: Option<SocketAddr>,
 }
 
 /// Bytes a packet spends on its largest symbol frame before the symbol (a
@@ -106,11 +114,13 @@ enum Timer {
     Probe = 3,
     Pacing = 4,
     KeepAlive = 5,
+    PathValidation = 6,
+    Silence = 7,
     /// Nothing received for a while: the decoder's history can go.
-    Quiet = 6,
+    Quiet = 8,
 }
 
-const TIMERS: usize = 7;
+const TIMERS: usize = 9;
 
 /// Probe time-outs without a packet from the peer after which the decoder
 /// keeps no history below its first unknown symbol: by then every repair
@@ -125,6 +135,8 @@ const ALL_TIMERS: [Timer; TIMERS] = [
     Timer::Probe,
     Timer::Pacing,
     Timer::KeepAlive,
+    Timer::PathValidation,
+    Timer::Silence,
     Timer::Quiet,
 ];
 
@@ -194,6 +206,8 @@ pub struct Connection {
     /// The handshake's packets, copies and first RTT sample.
     handshake: Handshake,
     amplification: AmplificationLimit,
+    /// The peer's address, and a new one being validated.
+    paths: Paths,
     /// A close asked for, sent or received.
     closing: Closing,
     /// The packets this end sent: numbers, acknowledgements, losses, round
@@ -253,6 +267,7 @@ impl Connection {
         entropy: [u8; KEY_LEN],
     ) -> Result<Connection, crate::ConfigError> {
         let mut connection = Connection::client(config, now, seed)?;
+        connection.paths.reseed(entropy);
         connection.secure = Some(Box::new(SecureHandshake::new(security, entropy)));
         connection.protection = Box::new(KeysPending);
         connection
@@ -272,6 +287,7 @@ impl Connection {
         entropy: [u8; KEY_LEN],
     ) -> Result<Connection, crate::ConfigError> {
         let mut connection = Connection::server(config, now, seed)?;
+        connection.paths.reseed(entropy);
         connection.secure = Some(Box::new(SecureHandshake::new(security, entropy)));
         connection.protection = Box::new(KeysPending);
         Ok(connection)
@@ -316,6 +332,7 @@ impl Connection {
                 Side::Client => AmplificationLimit::none(),
                 Side::Server => AmplificationLimit::unproved(),
             },
+            paths: Paths::new(seed ^ 0x9a7e),
             closing: Closing::default(),
             recovery: Recovery::new(&config, controller, now),
             acks: AckState::default(),
@@ -382,25 +399,6 @@ impl Connection {
             streams_open: self.streams.open_count(),
             ..self.stats
         }
-    }
-
-    /// Bytes of data buffers the connection holds now: the coding windows
-    /// (symbols sent and not yet acknowledged, symbols received and kept
-    /// for decoding) and the streams' unsent and unread bytes. They grow
-    /// with what is in flight and go back as it is acknowledged and read;
-    /// a quiet connection holds almost none.
-    pub fn buffered_bytes(&self) -> usize {
-        let encoder = self
-            .sender
-            .encoder
-            .as_ref()
-            .map_or(0, |e| e.allocated_bytes());
-        let decoder = self
-            .receiver
-            .decoder
-            .as_ref()
-            .map_or(0, |d| d.allocated_bytes());
-        encoder + decoder + self.streams.buffered_bytes()
     }
 
     // ---- application commands ----
@@ -548,6 +546,8 @@ impl Connection {
                 Timer::Probe => self.on_probe_timeout(now),
                 Timer::Pacing => {}
                 Timer::KeepAlive => self.repair.probe_owed = self.repair.probe_owed.max(1),
+                Timer::PathValidation => self.on_path_validation_timeout(now),
+                Timer::Silence => self.on_silence(now),
                 Timer::Quiet => self.receiver.forget_history(),
             }
         }
@@ -571,10 +571,15 @@ impl Connection {
             }
             _ => {}
         }
-        if !self
-            .amplification
-            .allows(u64::from(self.config.max_datagram))
-        {
+        if self.state == State::Established {
+            // Small, and sent first: a new address gets its challenge even
+            // when what it sent leaves no room for a full datagram.
+            if let Some(transmit) = self.poll_path_frames(now) {
+                return Some(transmit);
+            }
+        }
+        let max_datagram = u64::from(self.config.max_datagram);
+        if !self.amplification.allows(max_datagram) || !self.paths.allows(max_datagram) {
             self.stats.amplification_limited += 1;
             return None;
         }
@@ -652,10 +657,39 @@ impl Connection {
 
     // ---- input ----
 
-    /// Handles a datagram that arrived with the given ECN codepoint.
+    /// Handles a datagram that arrived with the given ECN codepoint, from
+    /// the address the connection sends to.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8], ecn: EcnCodepoint) {
+        self.handle_datagram_on(now, None, datagram, ecn);
+    }
+
+    /// Handles a datagram that arrived from `from` with the given ECN
+    /// codepoint. A server whose client's newest packet comes from a new
+    /// address validates it and moves there (see
+    /// [`is_validating_path`](Connection::is_validating_path)); the
+    /// transmits carry the address to send to.
+    pub fn handle_datagram_from(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+        ecn: EcnCodepoint,
+    ) {
+        self.handle_datagram_on(now, Some(from), datagram, ecn);
+    }
+
+    fn handle_datagram_on(
+        &mut self,
+        now: Instant,
+        from: Option<SocketAddr>,
+        datagram: &[u8],
+        ecn: EcnCodepoint,
+    ) {
         if self.state == State::Closed {
             return;
+        }
+        if let Some(from) = from {
+            self.paths.on_received(from, datagram.len());
         }
         self.amplification.on_received(datagram.len());
         if let Some(retry) = RetryPacket::parse(datagram) {
@@ -707,6 +741,11 @@ impl Connection {
         }
         if self.acks.received.largest() == Some(number.0) {
             self.acks.largest_received_time = Some(now);
+            // Only the newest packet can move the connection: a late one
+            // from the old address must not take it back.
+            if let Some(from) = from.filter(|_| header.packet_type == PacketType::Data) {
+                self.on_peer_address(now, from, datagram.len());
+            }
         }
         if self.config.trace {
             self.events
@@ -753,6 +792,7 @@ impl Connection {
         // up by the acknowledgement delay.
         let in_order = previous_largest.is_none_or(|l| l.checked_add(1) == Some(number.0));
         if ack_eliciting {
+            self.on_peer_spoke(now);
             self.acks.eliciting_unacked += 1;
             let quick = self.stats.packets_received <= QUICK_ACKS;
             if self.acks.eliciting_unacked >= self.config.ack_frequency || !in_order || quick {
@@ -787,6 +827,8 @@ impl Connection {
                 }
             }
             Frame::Source(source) => self.on_source(&source)?,
+            Frame::PathChallenge(data) => self.on_path_challenge(data),
+            Frame::PathResponse(data) => self.on_path_response(data),
             Frame::Repair(repair) => self.on_repair(&repair)?,
             Frame::Close(close) => {
                 let reason = CloseReason::ByPeer {
@@ -836,59 +878,6 @@ impl Connection {
         self.arm_probe(now);
         self.maybe_finish_close(now);
         Ok(())
-    }
-
-    /// The newest acknowledgement reported the peer's decoder: the sender
-    /// frees what the peer has decoded, and the scheme answers its
-    /// deficit.
-    fn on_decoder_report(&mut self, ack: &AckFrame) -> Result<(), Violation> {
-        let state = ack.decoder;
-        self.sender.on_decoder_report(&state)?;
-        let estimate = self.recovery.loss.estimate();
-        // The decoder lacks `missing − rank` equations: repairs it holds
-        // but could not yet solve with count already.
-        let deficit = state.missing.saturating_sub(state.rank);
-        let next = self
-            .sender
-            .encoder
-            .as_ref()
-            .map_or(state.end, |e| e.next_id());
-        let feedback = Feedback {
-            deficit,
-            settled: state.settled,
-            repairs_in_flight: self.recovery.sent.repairs_in_flight,
-            sent_since_report: next.0.saturating_sub(state.end.0),
-            horizon: self.horizon(),
-            decoded_through: self.sender.peer.decoded_through,
-            // Nothing to answer without a deficit, and finding the
-            // flight walks the packets in flight.
-            covered: (deficit > 0).then(|| self.flight_covering_gaps()).flatten(),
-        };
-        let link_idle = !self.streams.has_pending();
-        self.repair.on_feedback(&feedback, &estimate, link_idle);
-        Ok(())
-    }
-
-    /// The connection's estimates, as a trace event.
-    fn trace_metrics(&mut self) {
-        let estimate = self.recovery.loss.estimate();
-        let metrics = Metrics {
-            cwnd: self.recovery.controller.window(),
-            bytes_in_flight: self.recovery.sent.bytes_in_flight,
-            srtt: self.recovery.rtt.smoothed().as_secs_f64(),
-            min_rtt: self.recovery.rtt.min().as_secs_f64(),
-            latest_rtt: self.recovery.rtt.latest().as_secs_f64(),
-            pacing_rate: self.recovery.pacing_rate(),
-            loss_rate: estimate.rate,
-            burst: estimate.burst,
-            redundancy: self.repair.proactive_ratio(&estimate, &self.horizon()),
-            peer_decoded_through: self.sender.peer.decoded_through.0,
-            peer_missing: self.sender.peer.missing,
-            peer_rank: self.sender.peer.rank,
-            next_symbol: self.sender.encoder.as_ref().map_or(0, |e| e.next_id().0),
-        };
-        self.events
-            .push_back(Event::Trace(TraceEvent::Metrics(metrics)));
     }
 }
 

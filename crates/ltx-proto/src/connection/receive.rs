@@ -227,6 +227,25 @@ impl Receiver {
 }
 
 impl Connection {
+    /// Bytes of data buffers the connection holds now: the coding windows
+    /// (symbols sent and not yet acknowledged, symbols received and kept
+    /// for decoding) and the streams' unsent and unread bytes. They grow
+    /// with what is in flight and go back as it is acknowledged and read;
+    /// a quiet connection holds almost none.
+    pub fn buffered_bytes(&self) -> usize {
+        let encoder = self
+            .sender
+            .encoder
+            .as_ref()
+            .map_or(0, |e| e.allocated_bytes());
+        let decoder = self
+            .receiver
+            .decoder
+            .as_ref()
+            .map_or(0, |d| d.allocated_bytes());
+        encoder + decoder + self.streams.buffered_bytes()
+    }
+
     /// A SOURCE frame arrived.
     pub(super) fn on_source(&mut self, source: &SourceFrame<'_>) -> Result<(), Violation> {
         let taken = self

@@ -366,9 +366,9 @@ impl Connection {
         if outstanding {
             // A server held back by the anti-amplification limit sends no
             // probe, so its last send cannot time the next one.
-            let held_back = !self
-                .amplification
-                .allows(u64::from(self.config.max_datagram));
+            let max_datagram = u64::from(self.config.max_datagram);
+            let held_back =
+                !self.amplification.allows(max_datagram) || !self.paths.allows(max_datagram);
             let from = if self.state == State::Handshaking || held_back {
                 now
             } else {

@@ -145,6 +145,7 @@ impl Connection {
         }
         let size = buf.len() as u64;
         self.amplification.on_sent(size);
+        self.paths.on_sent(size);
         if let Some(carried) = carried {
             let packet = SentPacket {
                 time: now,
@@ -173,6 +174,7 @@ impl Connection {
         Transmit {
             contents: buf,
             ecn: EcnCodepoint::Ect0,
+            destination: self.paths.remote,
         }
     }
 

@@ -83,6 +83,14 @@ pub struct ConnectionStats {
     /// Streams with a half still in use (data or an end to send or to
     /// read); closed and reset streams do not count.
     pub streams_open: u64,
+    /// Times the peer's newest packet came from a new address, which this
+    /// end then validated.
+    pub path_changes: u64,
+    /// New addresses of the peer that answered their challenge.
+    pub paths_validated: u64,
+    /// New addresses of the peer that did not answer in time, abandoned
+    /// for the one before.
+    pub path_validations_failed: u64,
 }
 
 impl ConnectionStats {

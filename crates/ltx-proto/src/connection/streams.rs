@@ -833,6 +833,8 @@ pub(crate) fn frame_name(frame: &Frame<'_>) -> &'static str {
         Frame::HandshakeDone => "HANDSHAKE_DONE",
         Frame::Close(_) => "CLOSE",
         Frame::Noise(_) => "NOISE",
+        Frame::PathChallenge(_) => "PATH_CHALLENGE",
+        Frame::PathResponse(_) => "PATH_RESPONSE",
     }
 }
 

@@ -53,7 +53,12 @@ mod kind {
     pub(super) const NOISE: u8 = 0x0f;
     pub(super) const STREAM_TO_END: u8 = 0x10;
     pub(super) const STREAM_FIN_TO_END: u8 = 0x11;
+    pub(super) const PATH_CHALLENGE: u8 = 0x12;
+    pub(super) const PATH_RESPONSE: u8 = 0x13;
 }
+
+/// The bytes of a PATH_CHALLENGE, which its PATH_RESPONSE echoes.
+pub const PATH_CHALLENGE_LEN: usize = 8;
 
 /// Shows a payload by its length, so that logs of frames stay short.
 struct Len<'a>(&'a [u8]);
@@ -348,6 +353,11 @@ pub enum Frame<'a> {
     /// A Noise handshake message (at most [`MAX_NOISE_MESSAGE_LEN`] bytes)
     /// whose payload, once the handshake opens it, is a HANDSHAKE body.
     Noise(&'a [u8]),
+    /// Asks the peer to echo these unpredictable bytes from where it
+    /// receives them, proving that it does.
+    PathChallenge([u8; PATH_CHALLENGE_LEN]),
+    /// Echoes a PATH_CHALLENGE's bytes.
+    PathResponse([u8; PATH_CHALLENGE_LEN]),
 }
 
 impl<'a> Frame<'a> {
@@ -436,6 +446,8 @@ impl<'a> Frame<'a> {
                 reason: r.bytes_with_len(MAX_REASON_LEN, "close reason")?,
             }),
             kind::NOISE => Frame::Noise(r.bytes_with_len(MAX_NOISE_MESSAGE_LEN, "noise message")?),
+            kind::PATH_CHALLENGE => Frame::PathChallenge(r.array("path challenge")?),
+            kind::PATH_RESPONSE => Frame::PathResponse(r.array("path response")?),
             other => return Err(WireError::UnknownFrame(other)),
         };
         Ok(frame)
@@ -516,6 +528,14 @@ impl<'a> Frame<'a> {
                 out.push(kind::NOISE);
                 put_bytes(out, message);
             }
+            Frame::PathChallenge(data) => {
+                out.push(kind::PATH_CHALLENGE);
+                out.extend_from_slice(data);
+            }
+            Frame::PathResponse(data) => {
+                out.push(kind::PATH_RESPONSE);
+                out.extend_from_slice(data);
+            }
         }
     }
 
@@ -547,6 +567,7 @@ impl<'a> Frame<'a> {
             Frame::Handshake(h) => 4 + h.params.encoded_len(),
             Frame::Close(c) => varint_len(c.code) + bytes_len(c.reason),
             Frame::Noise(message) => bytes_len(message),
+            Frame::PathChallenge(_) | Frame::PathResponse(_) => PATH_CHALLENGE_LEN,
         };
         1 + fields
     }
@@ -726,6 +747,14 @@ mod tests {
             &[0x0e, 0x01, 0x03, b'b', b'y', b'e'],
         );
         roundtrip(Frame::Noise(b"hs"), &[0x0f, 0x02, b'h', b's']);
+        roundtrip(
+            Frame::PathChallenge([1, 2, 3, 4, 5, 6, 7, 8]),
+            &[0x12, 1, 2, 3, 4, 5, 6, 7, 8],
+        );
+        roundtrip(
+            Frame::PathResponse([8, 7, 6, 5, 4, 3, 2, 1]),
+            &[0x13, 8, 7, 6, 5, 4, 3, 2, 1],
+        );
     }
 
     #[test]
@@ -797,7 +826,7 @@ mod tests {
 
     #[test]
     fn unknown_frame_types_are_refused() {
-        for t in [0x12, 0x13, 0x40, 0xff] {
+        for t in [0x14, 0x15, 0x40, 0xff] {
             assert_eq!(Frame::parse(&[t]), Err(WireError::UnknownFrame(t)));
         }
     }

@@ -45,7 +45,7 @@ pub use ack::{AckFrame, DecoderState, EcnCounts, MAX_ACK_RANGES};
 pub use error::WireError;
 pub use frame::{
     CloseFrame, Frame, Frames, HandshakeFrame, RepairFrame, SourceFrame, StreamFrame,
-    TruncatedSymbolId, MAX_NOISE_MESSAGE_LEN, MAX_REASON_LEN,
+    TruncatedSymbolId, MAX_NOISE_MESSAGE_LEN, MAX_REASON_LEN, PATH_CHALLENGE_LEN,
 };
 pub use header::{
     Header, PacketType, TruncatedPacketNumber, KEY_PHASE_BIT, MAX_HEADER_LEN, VERSION,

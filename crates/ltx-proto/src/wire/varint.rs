@@ -243,6 +243,18 @@ impl<'a> Reader<'a> {
         Ok(u32::from_be_bytes(*bytes))
     }
 
+    pub(crate) fn array<const N: usize>(
+        &mut self,
+        what: &'static str,
+    ) -> Result<[u8; N], WireError> {
+        let (bytes, rest) = self
+            .bytes
+            .split_first_chunk::<N>()
+            .ok_or(WireError::Truncated(what))?;
+        self.bytes = rest;
+        Ok(*bytes)
+    }
+
     pub(crate) fn varint(&mut self, what: &'static str) -> Result<u64, WireError> {
         VarInt::decode(&mut self.bytes)
             .map(u64::from)

@@ -219,6 +219,8 @@ pub(crate) fn frame() -> impl Strategy<Value = Frame<'static>> {
         Just(Frame::HandshakeDone),
         (varint(), bytes(MAX_REASON_LEN))
             .prop_map(|(code, reason)| Frame::Close(CloseFrame { code, reason })),
+        any::<[u8; 8]>().prop_map(Frame::PathChallenge),
+        any::<[u8; 8]>().prop_map(Frame::PathResponse),
     ]
 }
 
