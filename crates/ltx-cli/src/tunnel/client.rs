@@ -26,7 +26,7 @@ use tokio::task::JoinSet;
 
 use super::config::{self, ClientFile};
 use super::forward_spec::{parse_local_forward, parse_socks, LocalForward};
-use super::stats::{report, Registry, StatsDisplay};
+use super::stats::{report, Registry};
 use super::usage;
 
 /// How long the handshake with the server may take, by default.
@@ -226,12 +226,7 @@ pub(crate) fn run(args: &ClientArgs) -> anyhow::Result<()> {
 }
 
 async fn forward_all(settings: Settings) -> anyhow::Result<()> {
-    let display = StatsDisplay::choose(settings.observe.stats_interval);
-    super::init_logging(
-        settings.verbose,
-        settings.observe.log_format,
-        display.log_writer(),
-    );
+    let display = settings.observe.start_logging(settings.verbose);
     // Local ports first: a port in use is said at once, not after a
     // handshake.
     let mut forwards = Vec::new();

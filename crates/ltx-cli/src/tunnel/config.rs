@@ -62,17 +62,24 @@ pub(crate) struct ServerFile {
     pub(crate) log_format: Option<LogFormat>,
 }
 
-impl ServerFile {
-    /// The observation settings.
-    pub(crate) fn observe(&self) -> ObserveFile {
-        ObserveFile {
-            metrics: self.metrics.clone(),
-            qlog: self.qlog.clone(),
-            stats_interval: self.stats_interval.clone(),
-            log_format: self.log_format,
+/// The observation settings of either file, which hold the same four keys.
+macro_rules! observe_settings {
+    ($file:ty) => {
+        impl $file {
+            /// The observation settings.
+            pub(crate) fn observe(&self) -> ObserveFile {
+                ObserveFile {
+                    metrics: self.metrics.clone(),
+                    qlog: self.qlog.clone(),
+                    stats_interval: self.stats_interval.clone(),
+                    log_format: self.log_format,
+                }
+            }
         }
-    }
+    };
 }
+
+observe_settings!(ServerFile);
 
 /// One `[[forward]]` table of the client's file.
 #[derive(Debug, Deserialize)]
@@ -115,17 +122,7 @@ pub(crate) struct ClientFile {
     pub(crate) log_format: Option<LogFormat>,
 }
 
-impl ClientFile {
-    /// The observation settings.
-    pub(crate) fn observe(&self) -> ObserveFile {
-        ObserveFile {
-            metrics: self.metrics.clone(),
-            qlog: self.qlog.clone(),
-            stats_interval: self.stats_interval.clone(),
-            log_format: self.log_format,
-        }
-    }
-}
+observe_settings!(ClientFile);
 
 /// Reads and parses a file: unreadable is a local file error (exit 6),
 /// not TOML of the expected shape a usage error (exit 2).

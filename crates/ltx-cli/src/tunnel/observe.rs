@@ -11,6 +11,7 @@ use ltx_cli::metrics::MetricsServer;
 use ltx_cli::qlog::prepare_dir;
 use ltx_sim::units::parse_duration;
 
+use super::stats::StatsDisplay;
 use super::usage;
 
 /// The observation settings of a configuration file.
@@ -107,6 +108,14 @@ impl Observe {
             stats_interval,
             log_format,
         })
+    }
+
+    /// Starts logging (every stream with `verbose`) in the chosen format,
+    /// and chooses how each client's figures are shown.
+    pub(crate) fn start_logging(&self, verbose: bool) -> StatsDisplay {
+        let display = StatsDisplay::choose(self.stats_interval);
+        super::init_logging(verbose, self.log_format, display.log_writer());
+        display
     }
 
     /// Sets the endpoint's qlog directory, made first if needed.

@@ -17,7 +17,7 @@ use ltx_tunnel::policy::{PermitRule, Policy};
 use ltx_tunnel::{tunnel_transport, RateLimit, ServerConfig, TunnelServer, TUNNEL_IDLE_TIMEOUT};
 
 use super::config::{self, ServerFile};
-use super::stats::{report, Registry, StatsDisplay};
+use super::stats::{report, Registry};
 use super::usage;
 
 /// The UDP address a server listens on by default.
@@ -226,12 +226,7 @@ pub(crate) fn run(args: &ServerArgs) -> anyhow::Result<()> {
 }
 
 async fn serve(settings: Settings) -> anyhow::Result<()> {
-    let display = StatsDisplay::choose(settings.observe.stats_interval);
-    super::init_logging(
-        settings.verbose,
-        settings.observe.log_format,
-        display.log_writer(),
-    );
+    let display = settings.observe.start_logging(settings.verbose);
     let public_key = settings.security.keypair.public();
     let accepting = match &settings.security.allowed_clients {
         Some(allowed) => format!("from the {} allowed client key(s)", allowed.len()),
