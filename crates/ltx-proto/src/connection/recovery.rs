@@ -161,7 +161,9 @@ impl Recovery {
             .on_acked(now, self.rtt.smoothed(), outcome.acked.len() as u64);
         for &(number, packet) in &outcome.acked {
             self.symbols_acked |= packet.carried != Carried::Other;
-            self.loss.on_delivered(number);
+            if !packet.blind {
+                self.loss.on_delivered(number);
+            }
             context.on_packet_acked(number);
             self.controller
                 .on_ack(now, packet.time, packet.size, packet.app_limited, &self.rtt);
@@ -211,8 +213,10 @@ impl Recovery {
         if lost.is_empty() {
             return next;
         }
-        for &(number, _) in &lost {
-            self.loss.on_lost(number);
+        for &(number, packet) in &lost {
+            if !packet.blind {
+                self.loss.on_lost(number);
+            }
             context.on_packet_lost(number);
         }
         self.loss_round

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use ltx_coding::codec::{EncodeError, Encoder};
 use ltx_coding::{RepairKey, SymbolId};
 
+use super::sent::BLIND_AFTER_PTOS;
 use super::sent::{Carried, SentPacket};
 use super::streams::Violation;
 use super::{Connection, EcnCodepoint, Timer, Transmit};
@@ -153,6 +154,7 @@ impl Connection {
                 in_flight: true,
                 carried,
                 app_limited: self.is_app_limited(size),
+                blind: self.recovery.pto_count >= BLIND_AFTER_PTOS,
             };
             self.recovery.on_packet_sent(now, number, packet);
             if self.timers[Timer::Probe as usize].is_none() {

@@ -28,7 +28,16 @@ pub(crate) struct SentPacket {
     /// the packet left: its acknowledgement says nothing of the path's
     /// capacity, so the controller does not grow its window on it.
     pub(crate) app_limited: bool,
+    /// Whether it left after [`BLIND_AFTER_PTOS`] probe time-outs in a row
+    /// with no acknowledgement: into a path that is down, most likely. Its
+    /// fate says nothing of the loss rate the path deals while it is up,
+    /// so the loss estimator leaves it out either way.
+    pub(crate) blind: bool,
 }
+
+/// Probe time-outs in a row without an acknowledgement after which the
+/// packets sent are [`blind`](SentPacket::blind).
+pub(crate) const BLIND_AFTER_PTOS: u32 = 2;
 
 /// Packets declared lost whose later acknowledgement would reveal
 /// reordering; bounded.
@@ -164,6 +173,7 @@ mod tests {
             in_flight,
             carried,
             app_limited: false,
+            blind: false,
         }
     }
 
