@@ -473,6 +473,9 @@ fn a_twenty_second_outage_mid_download_loses_nothing() {
         // What was sent into the dead path is not loss the path deals: the
         // estimate stays near the link's 1 %, not the outage's 100 %.
         let loss = sim.server.stats().loss_rate;
-        assert!(loss < 0.1, "seed {seed}: loss estimate {loss} after the outage");
+        assert!(
+            loss < 0.1,
+            "seed {seed}: loss estimate {loss} after the outage"
+        );
     }
 }
