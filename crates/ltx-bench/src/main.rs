@@ -18,6 +18,7 @@ mod measure;
 mod payload;
 mod peer;
 mod plots;
+mod tunnel;
 
 /// ltx-bench: the benchmarks of the ltx transport.
 #[derive(Debug, Parser)]
@@ -49,6 +50,14 @@ enum Command {
     /// One connection over 127.0.0.1, no impairment: throughput and CPU per
     /// gigabyte of each transport, beside quinn and the kernel's TCP.
     Loopback(loopback::LoopbackArgs),
+    /// TCP applications (a bulk download, a page load, an interactive
+    /// stream) through ltx tunnel and its peers across the emulator;
+    /// runs.csv, tables, plots (root).
+    Tunnel(tunnel::TunnelBenchArgs),
+    /// The programs of the tunnel benchmark: the application server, the
+    /// interactive client, the QUIC tunnel's ends.
+    #[command(subcommand, hide = true)]
+    TunnelPeer(tunnel::TunnelPeerCommand),
     /// The peers of the emulated-link benchmark: one end of one transfer
     /// of each Rust system, and a check of every system over loopback.
     #[command(subcommand, hide = true)]
@@ -71,6 +80,8 @@ fn main() -> ExitCode {
         Command::Forwarder(args) => forwarder::run(&args),
         Command::Loopback(args) => loopback::run(&args),
         Command::Peer(command) => peer::run(command),
+        Command::Tunnel(args) => tunnel::run(&args),
+        Command::TunnelPeer(command) => tunnel::run_peer(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
