@@ -28,11 +28,11 @@ use anyhow::{bail, Context};
 use clap::Args;
 use serde_json::{json, Value};
 
-mod cells;
-mod record;
+pub(crate) mod cells;
+pub(crate) mod record;
 mod summary;
 mod tables;
-mod transfer;
+pub(crate) mod transfer;
 
 use self::cells::{pattern_name, percent, Cell, Table, BURSTS};
 use self::record::{csv_header, Run};

@@ -19,6 +19,7 @@ mod payload;
 mod peer;
 mod plots;
 mod scale;
+mod tunnel;
 
 /// ltx-bench: the benchmarks of the ltx transport.
 #[derive(Debug, Parser)]
@@ -50,6 +51,14 @@ enum Command {
     /// One connection over 127.0.0.1, no impairment: throughput and CPU per
     /// gigabyte of each transport, beside quinn and the kernel's TCP.
     Loopback(loopback::LoopbackArgs),
+    /// TCP applications (a bulk download, a page load, an interactive
+    /// stream) through ltx tunnel and its peers across the emulator;
+    /// runs.csv, tables, plots (root).
+    Tunnel(tunnel::TunnelBenchArgs),
+    /// The programs of the tunnel benchmark: the application server, the
+    /// interactive client, the QUIC tunnel's ends.
+    #[command(subcommand, hide = true)]
+    TunnelPeer(tunnel::TunnelPeerCommand),
     /// The peers of the emulated-link benchmark: one end of one transfer
     /// of each Rust system, and a check of every system over loopback.
     #[command(subcommand, hide = true)]
@@ -76,6 +85,8 @@ fn main() -> ExitCode {
         Command::Loopback(args) => loopback::run(&args),
         Command::Peer(command) => peer::run(command),
         Command::Scale(args) => scale::run(&args),
+        Command::Tunnel(args) => tunnel::run(&args),
+        Command::TunnelPeer(command) => tunnel::run_peer(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

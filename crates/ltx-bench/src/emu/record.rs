@@ -172,7 +172,7 @@ pub(crate) fn csv_header() -> String {
 }
 
 /// A CSV field: quoted when it holds a comma, a quote or a line break.
-fn quote(text: &str) -> String {
+pub(crate) fn quote(text: &str) -> String {
     if text.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {

@@ -63,7 +63,8 @@ impl Scratch {
         Ok(Scratch { dir })
     }
 
-    fn file(&self, name: &str) -> PathBuf {
+    /// A file of that name in the directory.
+    pub(crate) fn file(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
 }

@@ -30,9 +30,9 @@ use ltx_sim::units::{parse_duration, parse_size};
 
 mod check;
 mod ltx;
-mod quic;
+pub(crate) mod quic;
 pub(crate) mod report;
-mod sockets;
+pub(crate) mod sockets;
 pub(crate) mod systems;
 mod tcp;
 

@@ -29,7 +29,7 @@ use super::report::{cpu_seconds, monotonic_ns, run_queue_seconds, ClientReport, 
 use super::{sockets, PayloadArgs, Received, RustSystem};
 
 /// The name the server's certificate is issued to and the client asks for.
-const SERVER_NAME: &str = "ltx-bench-peer";
+pub(crate) const SERVER_NAME: &str = "ltx-bench-peer";
 
 /// Flow-control windows far above any path's bandwidth-delay product in
 /// the scenario matrix (3.75 MB at most), so that only congestion control
@@ -82,12 +82,7 @@ pub(super) async fn receive(
     args: &PayloadArgs,
     pattern: &Pattern,
 ) -> anyhow::Result<Received> {
-    let issued = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_owned()])
-        .context("making a self-signed certificate")?;
-    let cert: CertificateDer<'static> = issued.cert.der().clone();
-    let key = PrivatePkcs8KeyDer::from(issued.signing_key.serialize_der());
-    let mut config = ServerConfig::with_single_cert(vec![cert], key.into())
-        .context("the server's TLS configuration")?;
+    let mut config = self_signed_server_config()?;
     config.transport_config(transport(args.system)?);
     let endpoint = endpoint(listen, Some(config), args)?;
     let connection = endpoint
@@ -129,16 +124,7 @@ pub(super) async fn send(
     args: &PayloadArgs,
     pattern: &Pattern,
 ) -> anyhow::Result<ClientReport> {
-    let provider = Arc::new(ring::default_provider());
-    let tls = quinn::rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&quinn::rustls::version::TLS13])
-        .context("the client's TLS versions")?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-        .with_no_client_auth();
-    let mut config = ClientConfig::new(Arc::new(
-        QuicClientConfig::try_from(tls).context("the client's QUIC TLS configuration")?,
-    ));
+    let mut config = any_certificate_client_config()?;
     config.transport_config(transport(args.system)?);
     let local = if connect.is_ipv4() {
         SocketAddr::from(([0, 0, 0, 0], 0))
@@ -172,6 +158,31 @@ pub(super) async fn send(
         run_queue_s: run_queue_seconds(),
         wire_bytes: Some(wire_bytes),
     })
+}
+
+/// A server configuration with a certificate made for the run, issued to
+/// [`SERVER_NAME`].
+pub(crate) fn self_signed_server_config() -> anyhow::Result<ServerConfig> {
+    let issued = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_owned()])
+        .context("making a self-signed certificate")?;
+    let cert: CertificateDer<'static> = issued.cert.der().clone();
+    let key = PrivatePkcs8KeyDer::from(issued.signing_key.serialize_der());
+    ServerConfig::with_single_cert(vec![cert], key.into()).context("the server's TLS configuration")
+}
+
+/// A client configuration that takes any server certificate (see the
+/// module's documentation); connect with the name [`SERVER_NAME`].
+pub(crate) fn any_certificate_client_config() -> anyhow::Result<ClientConfig> {
+    let provider = Arc::new(ring::default_provider());
+    let tls = quinn::rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&quinn::rustls::version::TLS13])
+        .context("the client's TLS versions")?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+        .with_no_client_auth();
+    Ok(ClientConfig::new(Arc::new(
+        QuicClientConfig::try_from(tls).context("the client's QUIC TLS configuration")?,
+    )))
 }
 
 /// Takes the server's certificate whatever it is, and checks the
