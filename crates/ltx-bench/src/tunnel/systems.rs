@@ -113,17 +113,19 @@ pub(crate) fn find_ltx(tools: &Toolbox) -> Result<PathBuf, String> {
     }
 }
 
-/// Whether `ltx tunnel client` takes `--rate-hint`; the reason when not.
+/// Whether both ends of `ltx tunnel` take `--rate-hint`; the reason when
+/// not.
 pub(crate) fn check_rate_hint(ltx: &Path) -> Result<(), String> {
-    let output = Command::new(ltx)
-        .args(["tunnel", "client", "--help"])
-        .output()
-        .map_err(|e| format!("running {} tunnel client --help: {e}", ltx.display()))?;
-    if String::from_utf8_lossy(&output.stdout).contains("--rate-hint") {
-        Ok(())
-    } else {
-        Err("`ltx tunnel client` has no --rate-hint flag".to_owned())
+    for side in ["server", "client"] {
+        let output = Command::new(ltx)
+            .args(["tunnel", side, "--help"])
+            .output()
+            .map_err(|e| format!("running {} tunnel {side} --help: {e}", ltx.display()))?;
+        if !String::from_utf8_lossy(&output.stdout).contains("--rate-hint") {
+            return Err(format!("`ltx tunnel {side}` has no --rate-hint flag"));
+        }
     }
+    Ok(())
 }
 
 /// Makes the tunnel server's key with `ltx keygen`: the file and the
@@ -205,7 +207,7 @@ pub(crate) fn tunnel_commands(
         TunnelSystem::DirectCubic | TunnelSystem::DirectBbr | TunnelSystem::LtxSend => None,
         TunnelSystem::Ltx | TunnelSystem::LtxHint => {
             let (key, public) = programs.ltx_key.as_ref()?;
-            let server = strings(&[
+            let mut server = strings(&[
                 "tunnel",
                 "server",
                 "--listen",
@@ -220,7 +222,10 @@ pub(crate) fn tunnel_commands(
             let mut client = strings(&["tunnel", "client", "--server", &udp, "--peer", public]);
             client.extend(strings(&["-L", &forward]));
             if system == TunnelSystem::LtxHint {
-                client.extend(strings(&["--rate-hint", &path.rate_bps.to_string()]));
+                // Both ends are told: the download flows from the server.
+                let rate = strings(&["--rate-hint", &path.rate_bps.to_string()]);
+                server.extend(rate.clone());
+                client.extend(rate);
             }
             Some((line(&programs.ltx, server), line(&programs.ltx, client)))
         }

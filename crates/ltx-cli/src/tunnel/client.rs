@@ -14,12 +14,12 @@ use ltx::{
     CloseReason, ConnectError, Endpoint, EndpointConfig, PublicKey, Security, SecurityConfig,
 };
 use ltx_cli::exit::{Failed, Failure};
-use ltx_sim::units::parse_duration;
+use ltx_sim::units::{parse_duration, parse_rate};
 use ltx_tunnel::splice::{Broken, SpliceEnd, Spliced};
 use ltx_tunnel::wire::Destination;
 use ltx_tunnel::{
-    serve_remote_streams, serve_socks5, tunnel_transport, OpenError, RemoteListener, RemoteRoute,
-    SocksUsers, TunnelClient, TUNNEL_IDLE_TIMEOUT,
+    serve_remote_streams, serve_socks5, OpenError, RemoteListener, RemoteRoute, SocksUsers,
+    TunnelClient, TUNNEL_IDLE_TIMEOUT,
 };
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 use super::config::{self, ClientFile};
 use super::forward_spec::{parse_local_forward, parse_socks, LocalForward};
 use super::stats::{report, Registry};
-use super::usage;
+use super::{rate_setting, transport, usage};
 
 /// How long the handshake with the server may take, by default.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -71,6 +71,11 @@ pub(crate) struct ClientArgs {
     /// after this long without a word from the server [default: 5min].
     #[arg(long, value_parser = parse_duration)]
     idle_timeout: Option<Duration>,
+    /// The path's rate if known (e.g. 50mbit): start-up sizes this
+    /// client's first flight from it instead of measuring (give the
+    /// server's --rate-hint too for what it sends).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate_hint: Option<u64>,
     /// How long the handshake with the server may take [default: 30s].
     #[arg(long, value_parser = parse_duration)]
     connect_timeout: Option<Duration>,
@@ -95,6 +100,7 @@ struct Settings {
     socks: Option<SocketAddr>,
     socks_users: Option<SocksUsers>,
     idle_timeout: Duration,
+    rate_hint: Option<u64>,
     observe: Observe,
     connect_timeout: Duration,
     verbose: bool,
@@ -212,6 +218,7 @@ impl Settings {
             socks,
             socks_users,
             idle_timeout,
+            rate_hint: rate_setting(args.rate_hint, &file.rate_hint, "rate_hint")?,
             connect_timeout,
             verbose: args.verbose,
         })
@@ -252,11 +259,7 @@ async fn forward_all(settings: Settings) -> anyhow::Result<()> {
     };
     let mut config = EndpointConfig::client();
     config.security = Security::Noise(settings.security);
-    config.transport = tunnel_transport();
-    config
-        .transport
-        .set_idle_timeout(settings.idle_timeout)
-        .map_err(|e| usage(format!("--idle-timeout: {e}")))?;
+    config.transport = transport(settings.idle_timeout, settings.rate_hint)?;
     settings.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
     let client = TunnelClient::connect(

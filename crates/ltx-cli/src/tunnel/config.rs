@@ -54,6 +54,7 @@ pub(crate) struct ServerFile {
     pub(crate) permit_listen: Vec<String>,
     pub(crate) max_streams: Option<usize>,
     pub(crate) rate_limit: Option<String>,
+    pub(crate) rate_hint: Option<String>,
     pub(crate) idle_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,
     pub(crate) metrics: Option<String>,
@@ -114,6 +115,7 @@ pub(crate) struct ClientFile {
     #[serde(default)]
     pub(crate) remote: Vec<ForwardTable>,
     pub(crate) socks: Option<SocksTable>,
+    pub(crate) rate_hint: Option<String>,
     pub(crate) idle_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,
     pub(crate) metrics: Option<String>,

@@ -45,6 +45,38 @@ fn usage(message: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("{message}").context(Failed(Failure::Usage))
 }
 
+/// The transport of one side of a tunnel: the tunnel preset, the idle
+/// timeout, and the path's rate if the user knows it (`--rate-hint`, bits
+/// per second), which sizes this side's first flight instead of measuring.
+fn transport(
+    idle_timeout: Duration,
+    rate_hint_bps: Option<u64>,
+) -> anyhow::Result<ltx::TransportConfig> {
+    let mut transport = ltx_tunnel::tunnel_transport();
+    transport
+        .set_idle_timeout(idle_timeout)
+        .map_err(|e| usage(format!("--idle-timeout: {e}")))?;
+    transport
+        .set_rate_hint(rate_hint_bps.map(|bps| (bps / 8).max(1)))
+        .map_err(|e| usage(format!("--rate-hint: {e}")))?;
+    Ok(transport)
+}
+
+/// The rate the flag gives, or else the file's `key` (bits per second).
+fn rate_setting(
+    flag: Option<u64>,
+    file: &Option<String>,
+    key: &str,
+) -> anyhow::Result<Option<u64>> {
+    match (flag, file) {
+        (Some(bits), _) => Ok(Some(bits)),
+        (None, Some(text)) => ltx_sim::units::parse_rate(text)
+            .map(Some)
+            .map_err(|e| usage(format!("{key} in the file: {e}"))),
+        (None, None) => Ok(None),
+    }
+}
+
 /// Logs to stderr: what each side did with each connection, at `info`
 /// (`debug` with --verbose, which adds every stream), as text or one JSON
 /// object per line, through `writer` (which keeps log lines from being

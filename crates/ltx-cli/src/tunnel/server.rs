@@ -14,11 +14,11 @@ use ltx_cli::exit::{Failed, Failure};
 use ltx_cli::live::units::bit_rate;
 use ltx_sim::units::{parse_duration, parse_rate};
 use ltx_tunnel::policy::{PermitRule, Policy};
-use ltx_tunnel::{tunnel_transport, RateLimit, ServerConfig, TunnelServer, TUNNEL_IDLE_TIMEOUT};
+use ltx_tunnel::{RateLimit, ServerConfig, TunnelServer, TUNNEL_IDLE_TIMEOUT};
 
 use super::config::{self, ServerFile};
 use super::stats::{report, Registry};
-use super::usage;
+use super::{rate_setting, transport, usage};
 
 /// The UDP address a server listens on by default.
 const DEFAULT_LISTEN: &str = "0.0.0.0:7000";
@@ -61,6 +61,12 @@ pub(crate) struct ServerArgs {
     /// off [default: no limit].
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     rate_limit: Option<u64>,
+    /// The rate of the path to the clients if known (e.g. 50mbit): each
+    /// connection's start-up sizes its first flight from it instead of
+    /// measuring. For a server whose clients share one known link (a
+    /// satellite gateway); leave it out otherwise.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate_hint: Option<u64>,
     /// Give up a client's connection, and its TCP connections, after this
     /// long without a word from it [default: 5min].
     #[arg(long, value_parser = parse_duration)]
@@ -89,6 +95,7 @@ struct Settings {
     listen: SocketAddr,
     security: SecurityConfig,
     idle_timeout: Duration,
+    rate_hint: Option<u64>,
     observe: Observe,
     server: ServerConfig,
     verbose: bool,
@@ -190,13 +197,8 @@ impl Settings {
             }
             None => {}
         }
-        let rate_limit = match (args.rate_limit, &file.rate_limit) {
-            (Some(bits), _) => Some(bits),
-            (None, Some(text)) => {
-                Some(parse_rate(text).map_err(|e| usage(format!("rate_limit in the file: {e}")))?)
-            }
-            (None, None) => None,
-        };
+        let rate_limit = rate_setting(args.rate_limit, &file.rate_limit, "rate_limit")?;
+        let rate_hint = rate_setting(args.rate_hint, &file.rate_hint, "rate_hint")?;
         if let Some(bits) = rate_limit {
             let limit = RateLimit::bytes_per_second(bits / 8).ok_or_else(|| {
                 usage(format!(
@@ -212,6 +214,7 @@ impl Settings {
             listen,
             security,
             idle_timeout,
+            rate_hint,
             server,
             verbose: args.verbose,
         })
@@ -234,11 +237,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     };
     let mut config = EndpointConfig::server();
     config.security = Security::Noise(settings.security);
-    config.transport = tunnel_transport();
-    config
-        .transport
-        .set_idle_timeout(settings.idle_timeout)
-        .map_err(|e| usage(format!("--idle-timeout: {e}")))?;
+    config.transport = transport(settings.idle_timeout, settings.rate_hint)?;
     settings.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(settings.listen, config)
         .with_context(|| format!("listening on {}", settings.listen))?;
