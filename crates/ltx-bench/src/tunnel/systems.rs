@@ -223,7 +223,7 @@ pub(crate) fn tunnel_commands(
             client.extend(strings(&["-L", &forward]));
             if system == TunnelSystem::LtxHint {
                 // Both ends are told: the download flows from the server.
-                let rate = strings(&["--rate-hint", &path.rate_bps.to_string()]);
+                let rate = vec!["--rate-hint".to_owned(), format!("{}bit", path.rate_bps)];
                 server.extend(rate.clone());
                 client.extend(rate);
             }
