@@ -542,3 +542,39 @@ fn a_fast_path_leaves_startup_at_its_bandwidth_delay_product() {
         );
     }
 }
+
+/// An interactive session before a download (a tunnel's ssh, a page's
+/// first small request): rounds of a few application-limited packets say
+/// nothing of the path's rate, so they must not end start-up on a
+/// plateau: the download that follows still starts in start-up.
+#[test]
+fn application_limited_rounds_do_not_end_startup() {
+    let epoch = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), epoch, MTU);
+    let mut rtt = RttEstimator::new(Duration::from_millis(333));
+    rtt.update(Duration::ZERO, RTT_MIN);
+    cc.on_rtt_sample(epoch, &rtt);
+    let mut now = epoch;
+    // Two packets back to back every round, each acknowledged one RTT
+    // later, for twenty rounds.
+    for round in 0..20u32 {
+        let sent = epoch + RTT_MIN * round;
+        for i in 0..2u64 {
+            cc.on_sent(sent, PKT, (i + 1) * PKT);
+        }
+        for i in 0..2u32 {
+            now = sent + RTT_MIN + Duration::from_millis(u64::from(i));
+            rtt.update(Duration::ZERO, now - sent);
+            cc.on_rtt_sample(now, &rtt);
+            cc.on_ack(now, sent, PKT, true, &rtt);
+        }
+    }
+    assert!(cc.in_startup(), "start-up ended after application-limited rounds");
+    assert!(
+        cc.window() >= cc.initial_window(),
+        "window {} below the initial {}",
+        cc.window(),
+        cc.initial_window()
+    );
+    let _ = now;
+}

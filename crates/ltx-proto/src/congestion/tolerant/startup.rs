@@ -77,6 +77,11 @@ pub(super) struct Startup {
     plateau: Option<(u64, u32)>,
     /// Start-up rounds that ended without any rate measured.
     rounds_without_rate: u32,
+    /// Whether this round had an ACK of a packet sent with data waiting
+    /// behind it: a round of application-limited packets alone (an
+    /// interactive session, a keep-alive) says nothing of whether the
+    /// rate has stopped growing.
+    round_window_limited: bool,
     /// The acknowledged rate of the last ACK train that had one.
     last_train_rate: Option<u64>,
     /// The rate of the last ACK train that had one, lost slots counted.
@@ -112,6 +117,7 @@ impl Startup {
             last_train_slots: None,
             plateau: None,
             rounds_without_rate: 0,
+            round_window_limited: false,
             pairs: PairDispersion::default(),
             burst_left: 0,
             jitter: RoundJitter::default(),
@@ -152,6 +158,7 @@ impl Tolerant {
             Some(_) => {}
             None => self.startup.round_start = Some(now),
         }
+        self.startup.round_window_limited |= !app_limited;
         self.startup.pairs.on_ack(now, sent, bytes);
         self.startup.jitter.on_ack(now, rtt.latest());
         // A long first flight gives enough pairs before its round ends: use
@@ -388,6 +395,11 @@ impl Tolerant {
         self.startup.round_pair_rate = None;
         if let Some(bdp) = self.bdp(rtt) {
             self.window = self.window.max(bdp);
+        }
+        if !std::mem::take(&mut self.startup.round_window_limited) {
+            // Nothing in the round was sent with data waiting: its rate is
+            // the application's, not the path's.
+            return;
         }
         let Some(rate) = self.max_rate else {
             // Too few ACKs come back for a train or a pair: a path that
