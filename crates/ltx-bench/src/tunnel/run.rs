@@ -182,7 +182,16 @@ pub(crate) fn run_once(
     rep: u64,
     bound: Duration,
 ) -> anyhow::Result<Measured> {
-    let (forward, reverse) = cell.scenario(rep).links();
+    // The scenario's loss is on its forward link, the one that carries
+    // its data. The workloads' bytes flow from the server to the client
+    // (downloads, replies), so that link goes server to client here; the
+    // `ltx send` reference sends client to server, across it as made.
+    let (lossy, clean) = cell.scenario(rep).links();
+    let (forward, reverse) = if system == TunnelSystem::LtxSend {
+        (lossy, clean)
+    } else {
+        (clean, lossy)
+    };
     let emulator = Emulator::start(EmulatorConfig {
         forward,
         reverse,
