@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use ltx_proto::congestion::{Controller, Pacer, Tolerant, TolerantConfig};
+use ltx_proto::congestion::{Controller, Pacer, SavedPath, Tolerant, TolerantConfig};
 use ltx_proto::rtt::RttEstimator;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -40,6 +40,25 @@ fn run(path: &PathModel, config: &TolerantConfig, duration: Duration, seed: u64)
     run_hinted(path, config, None, duration, seed)
 }
 
+/// [`run`], with a path saved by an earlier connection.
+fn run_resumed(path: &PathModel, saved: SavedPath, duration: Duration, seed: u64) -> Trace {
+    run_from(
+        path,
+        &TolerantConfig::default(),
+        Start::Saved(saved),
+        duration,
+        seed,
+    )
+}
+
+/// What the controller knows of the path before it starts.
+#[derive(Clone, Copy)]
+enum Start {
+    Nothing,
+    Hint(u64),
+    Saved(SavedPath),
+}
+
 /// [`run`], with the path's rate given to the controller as known.
 fn run_hinted(
     path: &PathModel,
@@ -48,11 +67,25 @@ fn run_hinted(
     duration: Duration,
     seed: u64,
 ) -> Trace {
+    let start = rate_hint.map_or(Start::Nothing, Start::Hint);
+    run_from(path, config, start, duration, seed)
+}
+
+/// [`run`], from what `start` says of the path.
+fn run_from(
+    path: &PathModel,
+    config: &TolerantConfig,
+    start: Start,
+    duration: Duration,
+    seed: u64,
+) -> Trace {
     let epoch = Instant::now();
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut cc = Tolerant::new(Arc::new(config.clone()), epoch, MTU);
-    if let Some(rate) = rate_hint {
-        cc.on_rate_hint(epoch, rate);
+    match start {
+        Start::Nothing => {}
+        Start::Hint(rate) => cc.on_rate_hint(epoch, rate),
+        Start::Saved(saved) => cc.on_saved_path(epoch, saved),
     }
     let mut rtt = RttEstimator::new(Duration::from_millis(333));
     let mut pacer = Pacer::new(MTU);
@@ -569,7 +602,10 @@ fn application_limited_rounds_do_not_end_startup() {
             cc.on_ack(now, sent, PKT, true, &rtt);
         }
     }
-    assert!(cc.in_startup(), "start-up ended after application-limited rounds");
+    assert!(
+        cc.in_startup(),
+        "start-up ended after application-limited rounds"
+    );
     assert!(
         cc.window() >= cc.initial_window(),
         "window {} below the initial {}",
@@ -577,4 +613,93 @@ fn application_limited_rounds_do_not_end_startup() {
         cc.initial_window()
     );
     let _ = now;
+}
+
+/// The window over time as a fraction of `path`'s bandwidth-delay product.
+fn bdp_share_at(trace: &Trace, path: &PathModel, at: Duration) -> f64 {
+    let bdp = path.rate * path.rtt_min.as_secs_f64();
+    let window = trace
+        .windows
+        .iter()
+        .take_while(|(t, _)| *t <= at)
+        .last()
+        .map_or(0, |(_, w)| *w);
+    window as f64 / bdp
+}
+
+#[test]
+fn a_saved_path_that_still_holds_fills_half_the_path_from_the_first_flight() {
+    for (loss, seed) in [(0.0, 21u64), (0.1, 22), (0.3, 23)] {
+        let path = long_fat(loss);
+        let saved = SavedPath {
+            rate: path.rate as u64,
+            min_rtt: path.rtt_min,
+        };
+        let trace = run_resumed(&path, saved, Duration::from_secs(6), seed);
+        // The jump: half the saved product before any acknowledgement.
+        let first = bdp_share_at(&trace, &path, path.rtt_min / 2);
+        assert!(
+            (0.45..0.8).contains(&first),
+            "seed {seed}, loss {loss}: first flight {first:.2} of the BDP"
+        );
+        // Validated: the window reaches the product the path shows (at 30 %
+        // loss its trains show a little less than the whole), the queue
+        // stays short.
+        let later = bdp_share_at(&trace, &path, path.rtt_min * 4);
+        assert!(
+            later >= 0.7,
+            "seed {seed}, loss {loss}: {later:.2} of the BDP after 4 RTTs"
+        );
+        assert!(
+            trace.max_queue_delay < path.rtt_min / 2,
+            "seed {seed}, loss {loss}: queue {:?}",
+            trace.max_queue_delay
+        );
+    }
+}
+
+#[test]
+fn a_saved_rate_the_path_no_longer_has_is_retreated_from_within_two_round_trips() {
+    for (loss, seed) in [(0.0, 31u64), (0.1, 32)] {
+        let path = long_fat(loss);
+        // Saved on a path four times as fast: the jump sends at twice the
+        // rate this one has.
+        let saved = SavedPath {
+            rate: path.rate as u64 * 4,
+            min_rtt: path.rtt_min,
+        };
+        let trace = run_resumed(&path, saved, Duration::from_secs(8), seed);
+        let jumped = bdp_share_at(&trace, &path, path.rtt_min / 2);
+        assert!(
+            jumped > 1.5,
+            "seed {seed}: the jump was {jumped:.2} of the BDP"
+        );
+        let after = bdp_share_at(&trace, &path, path.rtt_min * 3);
+        assert!(
+            (0.5..1.5).contains(&after),
+            "seed {seed}, loss {loss}: {after:.2} of the BDP after 3 RTTs"
+        );
+        let end = bdp_share_at(&trace, &path, Duration::from_secs(8));
+        assert!(
+            (0.5..1.5).contains(&end),
+            "seed {seed}, loss {loss}: {end:.2} of the BDP at the end"
+        );
+    }
+}
+
+#[test]
+fn a_saved_path_whose_round_trip_differs_is_not_resumed() {
+    let path = long_fat(0.0);
+    let saved = SavedPath {
+        rate: path.rate as u64,
+        min_rtt: path.rtt_min / 4,
+    };
+    let resumed = run_resumed(&path, saved, Duration::from_secs(2), 41);
+    let fresh = run(
+        &path,
+        &TolerantConfig::default(),
+        Duration::from_secs(2),
+        41,
+    );
+    assert_eq!(resumed.windows, fresh.windows);
 }

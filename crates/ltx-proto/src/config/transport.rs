@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::error::{ConfigError, Setting};
 use super::repair::{RepairConfig, REPAIR_SETTINGS};
-use crate::congestion::{ControllerFactory, TolerantConfig};
+use crate::congestion::{ControllerFactory, SavedPath, TolerantConfig};
 use crate::recovery::{SchemeFactory, SlidingWindowFactory};
 
 /// Symbols of history the receiver keeps below its first unknown symbol, so
@@ -59,6 +59,7 @@ pub struct TransportConfig {
     pub(crate) scheme: Arc<dyn SchemeFactory>,
     pub(crate) congestion: Arc<dyn ControllerFactory>,
     pub(crate) rate_hint: Option<u64>,
+    pub(crate) saved_path: Option<SavedPath>,
     pub(crate) trace: bool,
 }
 
@@ -81,6 +82,7 @@ impl Default for TransportConfig {
             scheme: Arc::new(SlidingWindowFactory),
             congestion: Arc::new(TolerantConfig::default()),
             rate_hint: None,
+            saved_path: None,
             trace: false,
         }
     }
@@ -102,6 +104,7 @@ impl fmt::Debug for TransportConfig {
             .field("scheme", &self.scheme)
             .field("congestion", &self.congestion)
             .field("rate_hint", &self.rate_hint)
+            .field("saved_path", &self.saved_path)
             .finish_non_exhaustive()
     }
 }
@@ -348,6 +351,23 @@ impl TransportConfig {
         }
         self.rate_hint = bytes_per_second;
         Ok(self)
+    }
+
+    /// The path an earlier connection to the same peer measured
+    /// ([`Connection::path_to_save`](crate::Connection::path_to_save)),
+    /// for careful resume: if the handshake's round trip matches it,
+    /// start-up begins at half its rate and confirms it within the first
+    /// round trip, or retreats to what the path shows. A rate hint wins
+    /// over it; controllers that read no rate hint ignore it. Default:
+    /// none.
+    pub fn saved_path(&self) -> Option<SavedPath> {
+        self.saved_path
+    }
+
+    /// Sets [`saved_path`](Self::saved_path).
+    pub fn set_saved_path(&mut self, saved: Option<SavedPath>) -> &mut Self {
+        self.saved_path = saved;
+        self
     }
 
     /// Whether trace events (packets, symbols, metrics) come out of

@@ -18,9 +18,11 @@ use std::time::Instant;
 use crate::rtt::RttEstimator;
 
 pub mod pacer;
+mod saved_path;
 pub mod tolerant;
 
 pub use pacer::Pacer;
+pub use saved_path::SavedPath;
 pub use tolerant::{Tolerant, TolerantConfig};
 
 /// A congestion controller: the window and pacing rate of one connection,
@@ -102,6 +104,22 @@ pub trait Controller: Send + std::fmt::Debug {
     /// [`reads_rate_hint`](ControllerFactory::reads_rate_hint)).
     fn on_rate_hint(&mut self, now: Instant, bytes_per_second: u64) {
         let _ = (now, bytes_per_second);
+    }
+
+    /// The path an earlier connection to the same peer measured, given
+    /// right after the controller is built (only if its factory
+    /// [`reads_rate_hint`](ControllerFactory::reads_rate_hint)): start-up
+    /// may resume from it once the handshake's round trip matches.
+    fn on_saved_path(&mut self, now: Instant, saved: SavedPath) {
+        let _ = (now, saved);
+    }
+
+    /// What this connection has measured of its path, to give the next
+    /// connection to the same peer ([`Controller::on_saved_path`]); `None`
+    /// until a rate is measured.
+    fn path_to_save(&self, rtt: &RttEstimator) -> Option<SavedPath> {
+        let _ = rtt;
+        None
     }
 
     /// The congestion window in bytes.

@@ -314,6 +314,12 @@ impl Connection {
         if let Some(rate) = config.rate_hint {
             controller.on_rate_hint(now, rate);
         }
+        if let Some(saved) = config
+            .saved_path
+            .filter(|_| config.congestion.reads_rate_hint())
+        {
+            controller.on_saved_path(now, saved);
+        }
         let limits = StreamLimits {
             receive_window: config.receive_window,
             stream_receive_window: config.stream_receive_window,

@@ -227,6 +227,15 @@ impl Receiver {
 }
 
 impl Connection {
+    /// What this connection has measured of its path (bottleneck rate and
+    /// minimum round trip), for the next connection to the same peer
+    /// ([`TransportConfig::set_saved_path`](crate::TransportConfig::set_saved_path));
+    /// `None` until the controller has measured a rate, or while a resume
+    /// from a saved path is unconfirmed.
+    pub fn path_to_save(&self) -> Option<crate::congestion::SavedPath> {
+        self.recovery.controller.path_to_save(&self.recovery.rtt)
+    }
+
     /// Bytes of data buffers the connection holds now: the coding windows
     /// (symbols sent and not yet acknowledged, symbols received and kept
     /// for decoding) and the streams' unsent and unread bytes. They grow

@@ -25,13 +25,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::congestion::{min_window, Controller};
+use crate::congestion::{min_window, Controller, SavedPath};
 use crate::rtt::RttEstimator;
 
 mod bottleneck_rate;
 mod config;
 mod delivery_rate;
 mod queue;
+mod resume;
 mod startup;
 #[cfg(test)]
 mod tests;
@@ -39,6 +40,7 @@ mod tests;
 pub use config::TolerantConfig;
 use delivery_rate::DeliveryRate;
 use queue::{DrainWatch, StandingQueue, ACK_CLOCK_HEADROOM, STANDING_QUEUE};
+use resume::Resume;
 use startup::Startup;
 
 /// ltx's congestion controller: the window starts from a measured
@@ -56,8 +58,11 @@ pub struct Tolerant {
     /// The largest delivery rate measured in start-up, bytes per second:
     /// the larger of its settled rate and this round's pair rate.
     max_rate: Option<u64>,
-    /// Whether a known rate was given ([`Controller::on_rate_hint`]).
+    /// Whether a known rate was given ([`Controller::on_rate_hint`]), or
+    /// taken from a saved path.
     hinted: bool,
+    /// Careful resume from a saved path ([`Controller::on_saved_path`]).
+    resume: Resume,
     /// Bytes acknowledged towards the next additive increase.
     acked_towards_increase: u64,
     /// Losses of packets sent at or before this are not answered.
@@ -88,6 +93,7 @@ impl Tolerant {
             startup: Startup::new(),
             max_rate: None,
             hinted: false,
+            resume: Resume::Off,
             acked_towards_increase: 0,
             loss_epoch: None,
             standing: StandingQueue::default(),
@@ -109,6 +115,12 @@ impl Tolerant {
 
     fn min_window(&self) -> u64 {
         min_window(self.max_datagram)
+    }
+
+    fn initial_window_bytes(&self) -> u64 {
+        self.config
+            .initial_window_packets
+            .saturating_mul(self.max_datagram)
     }
 
     /// Multiplies the window by `factor`, down to the minimum.
@@ -278,6 +290,7 @@ impl Controller for Tolerant {
 
     fn on_rtt_sample(&mut self, now: Instant, rtt: &RttEstimator) {
         let _ = now;
+        self.resume_on_rtt_sample(rtt);
         // With a known rate, the first sample (the handshake's) is enough
         // for the bandwidth-delay product: the first flight fills the path.
         if self.in_startup && self.hinted {
@@ -295,6 +308,21 @@ impl Controller for Tolerant {
         self.max_rate = Some(bytes_per_second);
         self.startup.take_rate_hint(bytes_per_second);
         self.hinted = true;
+    }
+
+    fn on_saved_path(&mut self, now: Instant, saved: SavedPath) {
+        let _ = now;
+        self.take_saved_path(saved);
+    }
+
+    fn path_to_save(&self, rtt: &RttEstimator) -> Option<SavedPath> {
+        if self.resume_unvalidated() || !rtt.has_sample() {
+            return None;
+        }
+        Some(SavedPath {
+            rate: self.max_rate.filter(|&rate| rate > 0)?,
+            min_rtt: rtt.min(),
+        })
     }
 
     fn window(&self) -> u64 {
@@ -349,9 +377,7 @@ impl Controller for Tolerant {
     }
 
     fn initial_window(&self) -> u64 {
-        self.config
-            .initial_window_packets
-            .saturating_mul(self.max_datagram)
+        self.initial_window_bytes()
     }
 
     fn clone_box(&self) -> Box<dyn Controller> {

@@ -128,6 +128,21 @@ impl Startup {
 }
 
 impl Startup {
+    /// The rate the current ACK train shows, or else the last one's, lost
+    /// slots counted.
+    pub(super) fn measured_rate(&self) -> Option<u64> {
+        self.train
+            .as_ref()
+            .and_then(Train::rate)
+            .or(self.last_train_slots)
+    }
+
+    /// Forgets every rate measured or given for `rate`.
+    pub(super) fn forget_rate(&mut self, rate: Option<u64>) {
+        self.settled_rate = rate;
+        self.round_pair_rate = None;
+    }
+
     /// Takes a known rate, bytes per second, as measured.
     pub(super) fn take_rate_hint(&mut self, bytes_per_second: u64) {
         self.settled_rate = Some(bytes_per_second);
@@ -201,6 +216,17 @@ impl Tolerant {
                     acked_after_first: 0,
                 })
             }
+        }
+        // The jump is judged as soon as its train is long enough to trust.
+        if self.resume_unvalidated()
+            && !app_limited
+            && self
+                .startup
+                .train
+                .as_ref()
+                .is_some_and(|train| train.acks >= TRUSTED_TRAIN_ACKS)
+        {
+            self.validate_resume(rtt);
         }
         let slot = (self.startup.rtt_samples % QUEUE_SAMPLES as u64) as usize;
         self.startup.recent_rtts[slot] = rtt.latest();
@@ -384,6 +410,9 @@ impl Tolerant {
             .filter(|train| train.packets == train.acks)
             .map_or(0, |train| train.acks);
         self.close_train();
+        if self.startup.round_window_limited {
+            self.validate_resume(rtt);
+        }
         // A round without pair samples (a fast path, whose ACKs come too
         // close together for four of them) measured the rate by its train
         // alone: where the train is long and lost nothing, the same test
@@ -429,6 +458,12 @@ impl Tolerant {
     /// Leaves start-up at `now`. The exit is a reduction: losses and marks of
     /// packets sent before it met the queue start-up built, and are answered.
     pub(super) fn exit_startup(&mut self, now: Instant, rtt: &RttEstimator) {
+        // A congestion signal while the jump is unconfirmed: retreat,
+        // unless the path has shown the jump's rate.
+        self.validate_resume(rtt);
+        if self.resume_unvalidated() {
+            self.retreat(rtt);
+        }
         self.in_startup = false;
         // Start-up's rounds, sent from a window still growing, say less of
         // the path than the rounds after it.
