@@ -8,6 +8,7 @@
 //! - [`realtime`]: one transfer in real time through the impairment shim on
 //!   loopback (`ltx demo`, `ltx-bench fidelity`);
 //! - [`live`]: figures for people and the transfer commands' live display;
+//! - [`path_cache`]: the paths `ltx send` measured, for careful resume;
 //! - [`exit`]: the exit codes and how an error maps onto them;
 //! - [`end_quietly_on_closed_stdout`]: SIGPIPE for the commands that only
 //!   compute and print.
@@ -20,6 +21,7 @@ pub mod exit;
 pub mod live;
 pub mod metrics;
 pub mod observe_args;
+pub mod path_cache;
 pub mod qlog;
 pub mod realtime;
 pub mod repair_args;

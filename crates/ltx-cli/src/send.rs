@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
 use clap::Args;
@@ -14,6 +14,7 @@ use ltx::{Connection, ConnectionStats, Endpoint, EndpointConfig, Security};
 use ltx_cli::exit::{Failed, Failure};
 use ltx_cli::live::{self, units, Display, Side};
 use ltx_cli::observe_args::ObserveArgs;
+use ltx_cli::path_cache::PathCache;
 use ltx_cli::repair_args::RepairArgs;
 use ltx_cli::settings::{flag_error, transport_for};
 use ltx_cli::stats_lines::print_every;
@@ -67,6 +68,11 @@ pub(crate) struct SendArgs {
     /// flight from it instead of measuring.
     #[arg(long, value_parser = parse_rate)]
     rate_hint: Option<u64>,
+    /// Do not start from the path saved by the last send to this receiver
+    /// (within the hour), nor save this one's (careful resume: by default
+    /// a repeated send starts at half the saved rate and confirms it).
+    #[arg(long)]
+    no_resume: bool,
     /// The controller and redundancy preset: ltx (default), lt-tcp, ccp,
     /// dfec, ctcp, fectcp, newreno, cubic or bbr.
     #[arg(long, default_value = "ltx")]
@@ -185,6 +191,12 @@ async fn send_all(
         .transport
         .set_idle_timeout(args.timeout)
         .map_err(|e| flag_error(&e, args.profile))?;
+    let cache = (!args.no_resume).then(PathCache::for_user).flatten();
+    if let Some(cache) = &cache {
+        config
+            .transport
+            .set_saved_path(cache.get(&peer, server, SystemTime::now()));
+    }
     args.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
     let display = Display::new(args.json);
@@ -219,6 +231,11 @@ async fn send_all(
     let elapsed = started.elapsed();
     stats_lines.inspect(JoinHandle::abort);
     let stats = connection.stats();
+    if let (Some(cache), Some(saved)) = (&cache, connection.path_to_save()) {
+        // A cache: a file that cannot be written costs the next send one
+        // round trip of measuring, nothing else.
+        let _ = cache.put(&peer, server, saved, SystemTime::now());
+    }
     let summary = Summary {
         server,
         elapsed,

@@ -128,6 +128,16 @@ impl Connection {
         slot(&mut state, self.handle.key).proto.stats()
     }
 
+    /// What the connection has measured of its path (bottleneck rate,
+    /// minimum round trip), to give the next connection to the same peer
+    /// for careful resume
+    /// ([`TransportConfig::set_saved_path`](ltx_proto::TransportConfig::set_saved_path));
+    /// `None` until a rate is measured.
+    pub fn path_to_save(&self) -> Option<ltx_proto::congestion::SavedPath> {
+        let mut state = self.handle.shared.lock();
+        slot(&mut state, self.handle.key).proto.path_to_save()
+    }
+
     /// Opens a bidirectional stream. The peer learns of it when the first
     /// data (or the end) is sent.
     pub fn open_stream(&self) -> Result<(SendStream, RecvStream), OpenStreamError> {
