@@ -67,6 +67,13 @@ pub struct EndpointConfig {
     /// (`.sqlog`, JSON-SEQ) that qvis and other qlog tools open; `None`
     /// writes none and costs nothing.
     pub qlog_dir: Option<PathBuf>,
+    /// Whether a server remembers, in memory for an hour, the path each
+    /// client's connection measured (keyed by the client's public key),
+    /// and starts that client's next connection from it (careful resume:
+    /// half the saved rate, confirmed within the first round trip). On for
+    /// [`EndpointConfig::server`]; a client keeps its own saved paths
+    /// ([`Connection::path_to_save`](crate::Connection::path_to_save)).
+    pub remember_paths: bool,
 }
 
 impl EndpointConfig {
@@ -81,6 +88,7 @@ impl EndpointConfig {
             max_connections: 1024,
             accept: AcceptConfig::default(),
             qlog_dir: None,
+            remember_paths: false,
         }
     }
 
@@ -90,6 +98,7 @@ impl EndpointConfig {
     pub fn server() -> EndpointConfig {
         EndpointConfig {
             accept_incoming: true,
+            remember_paths: true,
             ..EndpointConfig::client()
         }
     }

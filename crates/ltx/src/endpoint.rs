@@ -15,38 +15,20 @@ use ltx_proto::protection::{HandshakeError, PublicKey};
 use ltx_proto::wire::{ConnectionId, Header};
 use ltx_proto::{CloseReason, EcnCodepoint, Event, Side, StreamId};
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use tokio::sync::Notify;
 
 pub(crate) use crate::config::{entropy, EndpointConfig, Security};
 use crate::connection::Connection;
 use crate::error::ConnectError;
 use crate::qlog::QlogFile;
+use crate::saved_paths::SavedPaths;
 use crate::socket::{SendQueue, UdpIo};
 use crate::totals::{EndpointStats, EndpointTotals};
 
-/// How many seeds a new connection tries before giving up on a connection
-/// id that no other connection of the endpoint uses: ids have 32 bits, so
-/// a clash is rare and a run of them means the space is nearly full.
-const CID_ATTEMPTS: usize = 16;
+mod cid;
 
-/// Builds a connection with `build`, from fresh seeds of `rng`, until its
-/// local connection id is one that `taken` does not route yet: at most
-/// [`CID_ATTEMPTS`] times, then `Ok(None)`. An error of `build` ends the
-/// search.
-fn with_unused_cid<E>(
-    rng: &mut SmallRng,
-    taken: &HashMap<ConnectionId, ConnectionKey>,
-    mut build: impl FnMut(u64) -> Result<ltx_proto::Connection, E>,
-) -> Result<Option<ltx_proto::Connection>, E> {
-    for _ in 0..CID_ATTEMPTS {
-        let proto = build(rng.random())?;
-        if !taken.contains_key(&proto.local_cid()) {
-            return Ok(Some(proto));
-        }
-    }
-    Ok(None)
-}
+use cid::with_unused_cid;
 
 /// Identifies a connection among the endpoint's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,6 +107,9 @@ pub(crate) struct State {
     /// Counts over the connections already removed, and the events of
     /// all.
     retired: EndpointTotals,
+    /// The paths of clients' past connections (servers with
+    /// [`EndpointConfig::remember_paths`]).
+    saved_paths: SavedPaths,
 }
 
 /// A client's handshake that this server refused: from where, and why
@@ -266,6 +251,7 @@ impl Endpoint {
                 refused_wakers: Vec::new(),
                 local_addr,
                 retired: EndpointTotals::default(),
+                saved_paths: SavedPaths::default(),
             }),
             wake_driver: Notify::new(),
             local_addr,
@@ -477,6 +463,13 @@ impl State {
 
     fn remove(&mut self, key: ConnectionKey) {
         if let Some(slot) = self.slots.remove(&key) {
+            if self.config.remember_paths && slot.proto.side() == Side::Server {
+                if let (Some(client), Some(saved)) =
+                    (slot.proto.peer_key(), slot.proto.path_to_save())
+                {
+                    self.saved_paths.put(client, saved, Instant::now());
+                }
+            }
             self.retired.add(&slot.proto.stats());
             self.by_cid.remove(&slot.proto.local_cid());
             if let Some(route) = slot.initial_route {
@@ -664,6 +657,14 @@ impl State {
                         slot.phase = Phase::Established;
                         slot.wakers.established.drain(..).for_each(Waker::wake);
                         if slot.proto.side() == Side::Server {
+                            let saved = slot
+                                .proto
+                                .peer_key()
+                                .filter(|_| self.config.remember_paths)
+                                .and_then(|client| self.saved_paths.get(&client, now));
+                            if let Some(saved) = saved {
+                                slot.proto.resume_from(now, saved);
+                            }
                             self.incoming.push_back(*key);
                             self.accept_wakers.drain(..).for_each(Waker::wake);
                         }
@@ -846,50 +847,4 @@ fn fail(shared: &Shared, error: &io::Error) {
         slot.wakers.wake_all();
     }
     state.accept_wakers.drain(..).for_each(Waker::wake);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ltx_proto::TransportConfig;
-
-    fn client(seed: u64) -> ltx_proto::Connection {
-        ltx_proto::Connection::client(TransportConfig::default(), Instant::now(), seed)
-            .expect("the default transport settings are valid")
-    }
-
-    #[test]
-    fn a_new_connection_takes_no_connection_id_in_use() {
-        // The seeds the generator will give, and the ids they make: the
-        // first two are taken, so the third seed's connection is the one.
-        let mut ahead = SmallRng::seed_from_u64(7);
-        let seeds: Vec<u64> = (0..3).map(|_| ahead.random()).collect();
-        let taken: HashMap<_, _> = seeds[..2]
-            .iter()
-            .zip(0..)
-            .map(|(&seed, key)| (client(seed).local_cid(), ConnectionKey(key)))
-            .collect();
-        assert_eq!(taken.len(), 2, "two seeds gave one id");
-        let mut rng = SmallRng::seed_from_u64(7);
-        let built = with_unused_cid(&mut rng, &taken, |seed| Ok::<_, ()>(client(seed)));
-        let proto = built.expect("no error").expect("a free id");
-        assert_eq!(proto.local_cid(), client(seeds[2]).local_cid());
-        assert!(!taken.contains_key(&proto.local_cid()));
-    }
-
-    #[test]
-    fn a_search_that_finds_every_id_taken_gives_up() {
-        let taken: HashMap<_, _> = [(client(1).local_cid(), ConnectionKey(0))].into();
-        let mut rng = SmallRng::seed_from_u64(7);
-        let mut tries = 0;
-        let built = with_unused_cid(&mut rng, &taken, |_| {
-            tries += 1;
-            Ok::<_, ()>(client(1))
-        });
-        assert!(matches!(built, Ok(None)));
-        assert_eq!(tries, CID_ATTEMPTS);
-        // An error ends the search at once.
-        let built = with_unused_cid(&mut rng, &taken, |_| Err::<ltx_proto::Connection, _>("no"));
-        assert!(matches!(built, Err("no")));
-    }
 }

@@ -24,6 +24,7 @@ mod endpoint;
 mod error;
 mod icmp;
 mod qlog;
+mod saved_paths;
 #[cfg(all(unix, feature = "shim"))]
 pub mod shim;
 mod socket;

@@ -55,6 +55,17 @@ pub(super) struct Handshake {
     pub(super) copy_spacing: Option<CopySpacing>,
     /// The cookie of the server's retry, sent with every Initial after it.
     pub(super) retry_cookie: Option<Vec<u8>>,
+    /// A server's first answer (its packet number and when it left), whose
+    /// acknowledgement times the handshake's round trip.
+    pub(super) answer: Option<(u64, Instant)>,
+    /// That round trip, with the client's acknowledgement delay: a sample
+    /// a server takes only to resume from a saved path
+    /// ([`Connection::resume_from`]); otherwise its first sample is its
+    /// first data's.
+    pub(super) answer_sample: Option<(Duration, Duration)>,
+    /// A saved path was given before that round trip was timed: take it
+    /// as the first sample when it is.
+    pub(super) resume_waiting: bool,
 }
 
 impl Connection {
@@ -122,8 +133,45 @@ impl Connection {
         }
         if self.side == Side::Client {
             self.on_copy_sent(now, number, transmit.contents.len() as u64);
+        } else if self.handshake.answer.is_none() && !self.recovery.rtt.has_sample() {
+            self.handshake.answer = Some((number, now));
         }
         transmit
+    }
+
+    /// An acknowledgement on a server that has no RTT sample yet: if it
+    /// covers the first answer, it times the handshake's round trip (the
+    /// client's Initial was not timed here), kept for careful resume.
+    pub(super) fn on_answer_acked(&mut self, now: Instant, ack: &crate::wire::AckFrame) {
+        if self.side != Side::Server || self.recovery.rtt.has_sample() {
+            return;
+        }
+        let Some((number, sent)) = self.handshake.answer else {
+            return;
+        };
+        if !ack.contains(crate::wire::PacketNumber(number)) {
+            return;
+        }
+        self.handshake.answer = None;
+        let ack_delay = Duration::from_micros(ack.ack_delay_us).min(self.config.max_ack_delay);
+        self.handshake.answer_sample = Some((ack_delay, now.saturating_duration_since(sent)));
+        if self.handshake.resume_waiting {
+            self.take_answer_sample(now);
+        }
+    }
+
+    /// Takes the handshake's timed round trip as the first RTT sample.
+    pub(super) fn take_answer_sample(&mut self, now: Instant) {
+        self.handshake.resume_waiting = false;
+        let Some((ack_delay, sample)) = self.handshake.answer_sample.take() else {
+            return;
+        };
+        if !self.recovery.rtt.has_sample() {
+            self.recovery.rtt.update(ack_delay, sample);
+            self.recovery
+                .controller
+                .on_rtt_sample(now, &self.recovery.rtt);
+        }
     }
 
     /// A copy of the client's Initial, packet `number` of `bytes`, left at

@@ -828,6 +828,7 @@ impl Connection {
                 if let Some(largest) = ack.largest() {
                     self.on_copy_answer(now, largest.0);
                 }
+                self.on_answer_acked(now, &ack);
                 if self.state == State::Established {
                     self.on_ack(now, &ack)?;
                 }

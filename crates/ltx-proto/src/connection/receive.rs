@@ -236,6 +236,28 @@ impl Connection {
         self.recovery.controller.path_to_save(&self.recovery.rtt)
     }
 
+    /// Gives the controller the path an earlier connection with the same
+    /// peer measured, once the handshake has told who the peer is (a
+    /// server learns its client's key from the first message): careful
+    /// resume as [`TransportConfig::set_saved_path`](crate::TransportConfig::set_saved_path)
+    /// gives it at the start. Call it before any data is sent; controllers
+    /// that read no rate hint ignore it.
+    pub fn resume_from(&mut self, now: std::time::Instant, saved: crate::congestion::SavedPath) {
+        if !self.config.congestion.reads_rate_hint() {
+            return;
+        }
+        self.recovery.controller.on_saved_path(now, saved);
+        if self.recovery.rtt.has_sample() {
+            self.recovery
+                .controller
+                .on_rtt_sample(now, &self.recovery.rtt);
+        } else if self.handshake.answer_sample.is_some() {
+            self.take_answer_sample(now);
+        } else if self.side == crate::Side::Server {
+            self.handshake.resume_waiting = true;
+        }
+    }
+
     /// Bytes of data buffers the connection holds now: the coding windows
     /// (symbols sent and not yet acknowledged, symbols received and kept
     /// for decoding) and the streams' unsent and unread bytes. They grow
