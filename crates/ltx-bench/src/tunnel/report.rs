@@ -187,7 +187,9 @@ pub(crate) fn summary(
     workload: WorkloadKind,
     systems: &BTreeMap<TunnelSystem, Vec<&Row>>,
 ) -> Value {
-    let med = |s: TunnelSystem| systems.get(&s).and_then(|rows| median(rows));
+    // A system whose runs were all skipped (it completed nothing at a
+    // lower loss with the same pattern) counts as not completing: ∞.
+    let med = |s: TunnelSystem| systems.get(&s).map(|rows| median(rows).flatten());
     let show = |m: Option<Option<f64>>| match m {
         None => Value::Null,
         Some(None) => json!("inf"),
