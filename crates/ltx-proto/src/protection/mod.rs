@@ -27,7 +27,6 @@ pub(crate) mod noise;
 mod replay;
 
 pub use aead::{AeadAlgorithm, AeadProtection, PACKET_AEAD};
-pub(crate) use early::early_data_secret;
 pub use early::{
     EarlyDataRecord, EarlyRefusal, FlightId, UnixMillis, WallClock, EARLY_DATA_RECORD_CAPACITY,
     EARLY_DATA_WINDOW, FLIGHT_ID_LEN,

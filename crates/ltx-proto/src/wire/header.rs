@@ -56,6 +56,11 @@ pub enum PacketType {
 }
 
 impl PacketType {
+    /// The type a packet's first byte names, without checking the rest.
+    pub(crate) fn of_first_byte(byte: u8) -> Option<PacketType> {
+        PacketType::from_bits((byte & TYPE_MASK) >> TYPE_SHIFT)
+    }
+
     fn from_bits(bits: u8) -> Option<PacketType> {
         match bits {
             0x0 => Some(PacketType::Initial),
