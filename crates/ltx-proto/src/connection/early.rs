@@ -316,3 +316,43 @@ impl Connection {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{CloseFrame, TruncatedSymbolId};
+
+    #[test]
+    fn early_packets_carry_symbols_and_padding_only() {
+        let source = Frame::Source(SourceFrame {
+            id: TruncatedSymbolId::truncate(SymbolId(0), SymbolId(0), SymbolId(1)),
+            data: b"x",
+        });
+        for frame in [source, Frame::Ping, Frame::Padding(3)] {
+            assert!(Connection::check_early_frame(PacketType::EarlyData, &frame).is_ok());
+        }
+        let refused = [
+            Frame::HandshakeDone,
+            Frame::PathChallenge([1; 8]),
+            Frame::MaxStreams(4),
+            Frame::Close(CloseFrame {
+                code: 0,
+                reason: b"",
+            }),
+        ];
+        for frame in refused {
+            let v = Connection::check_early_frame(PacketType::EarlyData, &frame);
+            assert_eq!(v.map_err(|v| v.code), Err(codes::PROTOCOL_VIOLATION));
+            assert!(Connection::check_early_frame(PacketType::Data, &frame).is_ok());
+        }
+    }
+
+    #[test]
+    fn early_packets_are_padded_past_the_longest_retry() {
+        for data in [0, 1, 40, 200] {
+            let mut buf = vec![0u8; 7];
+            pad_early(&mut buf, data);
+            assert!(buf.len() + 2 + data + TAG_LEN >= MIN_EARLY_PACKET, "{data}");
+        }
+    }
+}
