@@ -88,10 +88,15 @@ impl Connection {
             && self.early.accepted.is_none()
     }
 
-    /// Whether streams may be opened and written now: once established,
-    /// and on a client with early data before.
+    /// Whether streams may be opened and written now: once established;
+    /// before, on a client with early data, and on a server that took a
+    /// client's early data (what it writes leaves once the client
+    /// confirms the handshake).
     pub(super) fn streams_usable(&self) -> bool {
-        self.state == State::Established || self.sends_early()
+        let early_server = self.side == Side::Server
+            && self.state == State::Handshaking
+            && self.early.protection.is_some();
+        self.state == State::Established || self.sends_early() || early_server
     }
 
     /// A secured client with early data on wrote its first message: it
