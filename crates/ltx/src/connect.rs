@@ -55,6 +55,38 @@ impl Endpoint {
     ///
     /// Early data has no forward secrecy against a later compromise of
     /// the server's static key: see `docs/security.md`.
+    ///
+    /// ```
+    /// use ltx::{Endpoint, EndpointConfig};
+    /// use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut server_config = EndpointConfig::server();
+    /// server_config.transport.set_early_data(true);
+    /// let server = Endpoint::bind("127.0.0.1:0".parse()?, server_config)?;
+    /// let mut client_config = EndpointConfig::client();
+    /// client_config.transport.set_early_data(true);
+    /// let client = Endpoint::bind("127.0.0.1:0".parse()?, client_config)?;
+    /// let (addr, key) = (server.local_addr(), server.public_key().expect("a key"));
+    /// tokio::spawn(async move {
+    ///     let connection = server.accept().await.expect("a client connects");
+    ///     let (_send, mut recv) = connection.accept_stream().await.expect("a stream");
+    ///     let mut request = Vec::new();
+    ///     recv.read_to_end(&mut request).await?;
+    ///     assert_eq!(request, b"GET /");
+    ///     connection.closed().await;
+    ///     Ok::<(), std::io::Error>(())
+    /// });
+    /// // No waiting for the handshake: the request goes in the first flight.
+    /// let connection = client.connect_early(addr, key)?;
+    /// let (mut send, _recv) = connection.open_stream()?;
+    /// send.write_all(b"GET /").await?;
+    /// send.shutdown().await?;
+    /// connection.close().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn connect_early(
         &self,
         server: SocketAddr,
