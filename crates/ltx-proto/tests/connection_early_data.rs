@@ -63,8 +63,18 @@ impl ServerEnd {
 }
 
 fn client(now: Instant, early_data: bool, clock_origin: Instant) -> Connection {
+    skewed_client(now, early_data, clock_origin, 0)
+}
+
+/// A client whose wall clock is `skew_ms` ahead of the server's.
+fn skewed_client(
+    now: Instant,
+    early_data: bool,
+    clock_origin: Instant,
+    skew_ms: u64,
+) -> Connection {
     let mut security = SecurityConfig::new(keypair(1));
-    security.clock = Some(WallClock::new(clock_origin, UnixMillis(EPOCH_MS)));
+    security.clock = Some(WallClock::new(clock_origin, UnixMillis(EPOCH_MS + skew_ms)));
     let mut config = TransportConfig::default();
     config.set_early_data(early_data);
     Connection::secure_client(config, security, keypair(2).public(), now, 1, [11; 32])
@@ -211,12 +221,17 @@ fn writer(data: Vec<u8>) -> impl FnMut(&mut Connection) {
 /// the client with `early_data`; the client writes `data` before its first
 /// flight. Returns the path after `run` of virtual time.
 fn transfer(early_data: bool, data: &[u8], drop: Box<Wire>) -> Path {
+    transfer_skewed(early_data, data, drop, 0)
+}
+
+/// [`transfer`] with the client's clock `skew_ms` ahead of the server's.
+fn transfer_skewed(early_data: bool, data: &[u8], drop: Box<Wire>, skew_ms: u64) -> Path {
     let origin = Instant::now();
     let start = origin + EARLY_DATA_WINDOW + Duration::from_secs(1);
     let end = ServerEnd::new(origin, early_data);
     let mut path = Path::new(
         start,
-        client(start, early_data, origin),
+        skewed_client(start, early_data, origin, skew_ms),
         end.connection(start, 2),
     );
     path.drop = drop;
@@ -403,4 +418,23 @@ fn a_client_without_a_clock_or_a_server_without_a_record_is_refused() {
     assert!(Connection::secure_server(config.clone(), security, now, 2, [2; 32]).is_err());
     assert!(Connection::client(config.clone(), now, 1).is_err());
     assert!(Connection::server(config, now, 2).is_err());
+}
+
+#[test]
+fn a_client_clock_a_window_ahead_is_taken_and_one_millisecond_more_is_refused() {
+    // The server reads the stamp one one-way delay after the client wrote
+    // it: a skew of the window plus that delay puts the stamp exactly a
+    // window ahead of the server's clock.
+    let w = EARLY_DATA_WINDOW.as_millis() as u64 + ONE_WAY.as_millis() as u64;
+    let data = message(3_000);
+    let inside = transfer_skewed(true, &data, Box::new(|_| false), w);
+    assert_eq!(inside.server.stats().early_refused, 0);
+    assert!(inside.received == data);
+    let outside = transfer_skewed(true, &data, Box::new(|_| false), w + 1);
+    assert_eq!(outside.server.stats().early_refused, 1);
+    assert_eq!(outside.client.stats().early_refused, 1);
+    assert!(
+        outside.received == data,
+        "refused early data arrived altered"
+    );
 }
