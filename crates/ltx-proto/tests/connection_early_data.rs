@@ -392,6 +392,11 @@ fn a_restarted_server_refuses_early_data_and_the_data_arrives_as_one_rtt_data() 
     assert!(path.client.stats().early_packets_sent >= 1);
     assert_eq!(path.server.stats().early_refused, 1);
     assert_eq!(path.client.stats().early_refused, 1);
+    assert_eq!(
+        path.server.stats().packets_unauthentic,
+        0,
+        "refused early packets are dropped, not counted as forgeries"
+    );
     assert!(path.received == data, "the stream arrived altered or short");
     let delay = delay_of_first_byte(&path);
     assert!(

@@ -145,9 +145,17 @@ impl Connection {
         }
     }
 
+    /// Whether EarlyData packets are opened: on a server that accepted
+    /// the client's flight. Others drop them uncounted as forgeries (a
+    /// server before the Initial, or that refused the flight, receives
+    /// genuine ones).
+    pub(super) fn opens_early(&self) -> bool {
+        self.side == Side::Server && self.early.protection.is_some()
+    }
+
     /// Opens a packet with the keys its type calls for: the early key for
-    /// EarlyData (only a server that accepted the flight has it; packets
-    /// before the Initial find none), the connection's for the rest.
+    /// EarlyData (see [`opens_early`](Self::opens_early)), the
+    /// connection's for the rest.
     pub(super) fn open_packet(
         &mut self,
         packet_type: PacketType,
@@ -224,11 +232,11 @@ impl Connection {
         let record = self
             .early_data_record()
             .filter(|_| self.config.early_data)
-            .ok_or(EarlyRefusal::NotOffered)?;
+            .ok_or(EarlyRefusal::NotTaken)?;
         if client_datagram > self.config.max_datagram {
-            return Err(EarlyRefusal::NotOffered);
+            return Err(EarlyRefusal::NotTaken);
         }
-        let id = FlightId::of(first_message).ok_or(EarlyRefusal::NotOffered)?;
+        let id = FlightId::of(first_message).ok_or(EarlyRefusal::NotTaken)?;
         record.admit(now, id, crate::protection::UnixMillis(stamp))
     }
 

@@ -737,6 +737,11 @@ impl Connection {
         if handshake_packet && self.handshake_sealed_apart() {
             return self.handle_secure_handshake(now, header, number, header_len, datagram);
         }
+        if header.packet_type == PacketType::EarlyData && !self.opens_early() {
+            // Before the Initial, or refused: not a forgery to count.
+            self.stats.packets_dropped += 1;
+            return;
+        }
         let mut packet = datagram.to_vec();
         let end = match self.open_packet(header.packet_type, number.0, header_len, &mut packet) {
             Ok(end) => end,

@@ -101,9 +101,10 @@ pub enum EarlyRefusal {
     /// in the record.
     #[error("the server started too recently")]
     Starting,
-    /// The server does not take early data with the client's parameters.
+    /// The server does not take early data: it is off, or the client's
+    /// symbols would not fit the server's datagrams.
     #[error("the server does not take early data on this connection")]
-    NotOffered,
+    NotTaken,
 }
 
 /// A server's record of the first flights whose early data it accepted,
