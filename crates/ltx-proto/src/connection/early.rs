@@ -31,6 +31,7 @@ use super::sent::Carried;
 use super::streams::Violation;
 use super::{symbol_size, Connection, State, Transmit};
 use crate::accept::packet::MAX_COOKIE_LEN;
+use crate::config::TransportConfig;
 use crate::event::{codes, PacketKind};
 use crate::protection::{AeadProtection, EarlyRefusal, FlightId, KEY_LEN, PACKET_AEAD};
 use crate::protection::{OpenError, PacketProtection, TAG_LEN};
@@ -55,6 +56,20 @@ pub(super) struct EarlyData {
     accepted: Option<bool>,
     /// Client: the early symbols still to send again after a refusal.
     resend: Range<u64>,
+}
+
+/// Refuses early data in a configuration where it would have no effect.
+pub(super) fn refuse_early_data(
+    config: &TransportConfig,
+    policy: &str,
+) -> Result<(), crate::ConfigError> {
+    if config.early_data {
+        return Err(crate::ConfigError::NoEffect {
+            setting: crate::config::Setting::EarlyData,
+            policy: policy.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// Bytes an early packet has at least: more than any retry, whose first

@@ -36,7 +36,7 @@ use crate::wire::{
 
 use address_validation::AmplificationLimit;
 pub use address_validation::AMPLIFICATION_FACTOR;
-use early::EarlyData;
+use early::{refuse_early_data, EarlyData};
 pub use early::{EARLY_MAX_DATA, EARLY_MAX_STREAMS};
 pub(crate) use handshake::MIN_INITIAL;
 use handshake::{initial_copies, Handshake, INITIAL_COPIES};
@@ -429,6 +429,7 @@ impl Connection {
     // ---- application commands ----
 
     /// Opens a bidirectional stream.
+    ///
     /// A client with [early data](TransportConfig::early_data) may open
     /// and write streams before the handshake completes.
     pub fn open_stream(&mut self) -> Result<StreamId, StreamError> {
@@ -888,17 +889,6 @@ impl Connection {
         }
         Ok(())
     }
-}
-
-/// Refuses early data in a configuration where it would have no effect.
-fn refuse_early_data(config: &TransportConfig, policy: &str) -> Result<(), crate::ConfigError> {
-    if config.early_data {
-        return Err(crate::ConfigError::NoEffect {
-            setting: crate::config::Setting::EarlyData,
-            policy: policy.to_owned(),
-        });
-    }
-    Ok(())
 }
 
 fn connection_rng(seed: u64) -> SmallRng {

@@ -25,8 +25,8 @@ use crate::protection::{
     PublicKey, SecurityConfig, KEY_LEN, PACKET_AEAD, TAG_LEN,
 };
 use crate::wire::{
-    EarlyDataField, Frame, Frames, HandshakeFrame, Header, PacketNumber, PacketType, Side,
-    WireError,
+    EarlyDataField, Frame, Frames, HandshakeFrame, HandshakePayload, Header, PacketNumber,
+    PacketType, Side,
 };
 
 /// What a secured connection keeps of its handshake.
@@ -267,7 +267,7 @@ impl Connection {
                 return self.refuse_handshake(HandshakeError::NotAllowed(hello.client));
             }
         }
-        let Ok((body, early)) = parse_payload(&hello.payload) else {
+        let Ok(HandshakePayload { body, early }) = HandshakePayload::parse(&hello.payload) else {
             return self.refuse_handshake(HandshakeError::Malformed);
         };
         let client = hello.client;
@@ -315,7 +315,7 @@ impl Connection {
             Ok(done) => done,
             Err(_) => return self.count_refused(OpenError::Unauthentic),
         };
-        let Ok((body, early)) = parse_payload(&payload) else {
+        let Ok(HandshakePayload { body, early }) = HandshakePayload::parse(&payload) else {
             self.stats.packets_dropped += 1;
             return;
         };
@@ -345,11 +345,4 @@ impl Connection {
         self.events
             .push_back(Event::Closed(CloseReason::HandshakeRefused(error)));
     }
-}
-
-/// A Noise message's payload: the HANDSHAKE body, and what follows it
-/// about early data.
-fn parse_payload(payload: &[u8]) -> Result<(HandshakeFrame, Option<EarlyDataField>), WireError> {
-    let (body, rest) = HandshakeFrame::parse_body_prefix(payload)?;
-    Ok((body, EarlyDataField::parse(rest)?))
 }

@@ -258,8 +258,7 @@ impl Streams {
         max_streams: u64,
     ) {
         self.peer_max_data = self.peer_max_data.max(max_data);
-        // Streams opened before the parameters came (a client's early
-        // data) took a provisional limit: the peer's replaces it.
+        // Streams opened before (early data) had a provisional limit.
         for stream in self.send.values_mut() {
             stream.max_data = stream.max_data.max(max_stream_data);
         }

@@ -13,10 +13,43 @@
 //! is taken to refuse it.
 
 use super::varint::{put_varint, Reader};
-use super::WireError;
+use super::{ConnectionId, HandshakeFrame, TransportParams, WireError};
 
 const OFFER: u8 = 0x01;
 const ANSWER: u8 = 0x02;
+
+/// The payload of a Noise handshake message: the HANDSHAKE body, and
+/// what follows it about early data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HandshakePayload {
+    /// The sender's connection id and transport parameters.
+    pub body: HandshakeFrame,
+    /// The client's offer, or the server's answer, if any.
+    pub early: Option<EarlyDataField>,
+}
+
+impl HandshakePayload {
+    /// Parses a payload; every byte must be used.
+    pub fn parse(bytes: &[u8]) -> Result<HandshakePayload, WireError> {
+        let mut r = Reader::new(bytes);
+        let body = HandshakeFrame {
+            source_cid: ConnectionId(r.u32_be("source connection id")?),
+            params: TransportParams::parse(&mut r)?,
+        };
+        Ok(HandshakePayload {
+            body,
+            early: EarlyDataField::parse(r.rest())?,
+        })
+    }
+
+    /// Appends the payload as [`HandshakePayload::parse`] reads it.
+    pub fn emit(&self, out: &mut Vec<u8>) {
+        self.body.emit_body(out);
+        if let Some(early) = &self.early {
+            early.emit(out);
+        }
+    }
+}
 
 /// The early-data part of a handshake message's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,5 +130,33 @@ mod tests {
         assert!(EarlyDataField::parse(&[ANSWER, 2]).is_err());
         assert!(EarlyDataField::parse(&[0x03]).is_err());
         assert!(EarlyDataField::parse(&[OFFER]).is_err());
+    }
+
+    #[test]
+    fn a_payload_without_a_field_is_a_handshake_body() {
+        let body = HandshakeFrame {
+            source_cid: ConnectionId(7),
+            params: TransportParams {
+                max_datagram: 1400,
+                symbol_size: 1350,
+                max_window: 64,
+                max_data: 1 << 20,
+                max_stream_data: 1 << 18,
+                max_streams: 8,
+                idle_timeout_ms: 30_000,
+            },
+        };
+        let mut bare = Vec::new();
+        body.emit_body(&mut bare);
+        let parsed = HandshakePayload::parse(&bare).unwrap();
+        assert_eq!(parsed, HandshakePayload { body, early: None });
+        let offer = HandshakePayload {
+            body,
+            early: Some(EarlyDataField::Offer { stamp: 5 }),
+        };
+        let mut out = Vec::new();
+        offer.emit(&mut out);
+        assert_eq!(HandshakePayload::parse(&out), Ok(offer));
+        assert!(HandshakePayload::parse(&out[..bare.len() - 1]).is_err());
     }
 }

@@ -257,23 +257,15 @@ impl HandshakeFrame {
     /// Parses the fields of a HANDSHAKE frame without its type byte, as a
     /// Noise handshake message carries them; every byte must be used.
     pub fn parse_body(bytes: &[u8]) -> Result<HandshakeFrame, WireError> {
-        let (frame, rest) = HandshakeFrame::parse_body_prefix(bytes)?;
-        if !rest.is_empty() {
-            return Err(WireError::OutOfRange("handshake body length"));
-        }
-        Ok(frame)
-    }
-
-    /// Parses the fields of a HANDSHAKE frame at the start of `bytes`, and
-    /// returns the bytes after them (a handshake message's early-data
-    /// field, see [`EarlyDataField`](super::EarlyDataField)).
-    pub fn parse_body_prefix(bytes: &[u8]) -> Result<(HandshakeFrame, &[u8]), WireError> {
         let mut r = Reader::new(bytes);
         let frame = HandshakeFrame {
             source_cid: ConnectionId(r.u32_be("source connection id")?),
             params: TransportParams::parse(&mut r)?,
         };
-        Ok((frame, r.rest()))
+        if !r.rest().is_empty() {
+            return Err(WireError::OutOfRange("handshake body length"));
+        }
+        Ok(frame)
     }
 
     /// Appends the fields that [`HandshakeFrame::parse_body`] reads.
