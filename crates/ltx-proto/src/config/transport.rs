@@ -372,7 +372,12 @@ impl TransportConfig {
     /// client and an
     /// [`early_data_record`](crate::protection::SecurityConfig::early_data_record)
     /// on the server; it has no forward secrecy against a later
-    /// compromise of the server's static key.
+    /// compromise of the server's static key. The client builds its early
+    /// symbols for its own [`max_datagram`](Self::set_max_datagram): a
+    /// server whose own is smaller refuses them, and a client that sent
+    /// any then cannot send them again in the smaller symbols and ends the
+    /// connection (a protocol violation); give the server a `max_datagram`
+    /// at least the client's.
     pub fn early_data(&self) -> bool {
         self.early_data
     }
