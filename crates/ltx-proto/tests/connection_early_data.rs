@@ -476,3 +476,33 @@ fn early_packets_that_arrive_before_the_initial_are_dropped_and_their_data_still
     // that carried its data were gone by then: repair brings the data.
     assert!(path.received == data, "the stream arrived altered or short");
 }
+
+#[test]
+fn a_server_with_smaller_datagrams_refuses_early_symbols_and_the_client_sends_them_again_resized() {
+    // The client built its early symbols for 1400-byte datagrams; the
+    // server takes 1250: both ends agree on the smaller symbols, and the
+    // client puts the early data in them.
+    let origin = Instant::now();
+    let start = origin + EARLY_DATA_WINDOW + Duration::from_secs(1);
+    let mut end = ServerEnd::new(origin, true);
+    end.config.set_max_datagram(1250).unwrap();
+    let mut security = SecurityConfig::new(keypair(1));
+    security.clock = Some(WallClock::new(origin, UnixMillis(EPOCH_MS)));
+    let mut config = TransportConfig::default();
+    config.set_early_data(true).set_max_datagram(1400).unwrap();
+    let client =
+        Connection::secure_client(config, security, keypair(2).public(), start, 1, [11; 32])
+            .expect("valid client");
+    let mut path = Path::new(start, client, end.connection(start, 2));
+    let data = message(100_000);
+    path.run_until(start + Duration::from_secs(20), &mut writer(data.clone()));
+    assert!(path.client.stats().early_packets_sent >= 2);
+    assert_eq!(path.server.stats().early_refused, 1);
+    assert!(!path.client.is_closed(), "the client gave up");
+    assert!(
+        path.received == data,
+        "{} of {} bytes arrived intact",
+        path.received.len(),
+        data.len()
+    );
+}

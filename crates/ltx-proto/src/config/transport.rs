@@ -374,10 +374,8 @@ impl TransportConfig {
     /// on the server; it has no forward secrecy against a later
     /// compromise of the server's static key. The client builds its early
     /// symbols for its own [`max_datagram`](Self::set_max_datagram): a
-    /// server whose own is smaller refuses them, and a client that sent
-    /// any then cannot send them again in the smaller symbols and ends the
-    /// connection (a protocol violation); give the server a `max_datagram`
-    /// at least the client's.
+    /// server whose own is smaller refuses them, and the client sends
+    /// their data again in symbols of the size both ends agree on.
     pub fn early_data(&self) -> bool {
         self.early_data
     }

@@ -17,7 +17,9 @@
 //! its Noise answer; the client then withdraws its early packets from
 //! flight, neither acknowledged nor lost (the congestion controller and
 //! loss estimator see nothing of them), and sends their symbols again, as
-//! they were, in Data packets. EarlyData packets that reach a server
+//! they were, in Data packets; if the agreed symbol size is not the one
+//! the client built them for (the server's datagrams are smaller), it
+//! first puts their frames in symbols of the agreed size. EarlyData packets that reach a server
 //! before the Initial are dropped: the early key is not known yet, and
 //! the client sends their symbols again once it learns they were lost.
 
@@ -35,7 +37,7 @@ use crate::config::TransportConfig;
 use crate::event::{codes, PacketKind};
 use crate::protection::{AeadProtection, EarlyRefusal, FlightId, KEY_LEN, PACKET_AEAD};
 use crate::protection::{OpenError, PacketProtection, TAG_LEN};
-use crate::wire::{EarlyDataField, Frame, PacketType, Side, SourceFrame};
+use crate::wire::{EarlyDataField, Frame, Frames, PacketType, Side, SourceFrame, StreamFrame};
 
 /// Bytes of stream data a client may send before the handshake, over all
 /// streams: it has not seen the server's limits yet, and takes these as
@@ -277,8 +279,10 @@ impl Connection {
     }
 
     /// Rebuilds a client's early encoder for the server's window `window`
-    /// and the agreed symbol size, keeping its symbols; false if they do
-    /// not fit.
+    /// and the agreed symbol size, keeping its symbols (or, if the size
+    /// differs, their frames in symbols of the new size, all to be sent
+    /// again: a server with another size refused them); false if they do
+    /// not fit the window.
     pub(super) fn keep_early_encoder(&mut self, symbol_size: usize, window: u16) -> bool {
         let Some(old) = self.sender.encoder.take() else {
             return true;
@@ -291,7 +295,10 @@ impl Connection {
             max_window: window,
             code: old.config().code,
         };
-        if symbol_size != old.config().symbol_size || old.held() > u64::from(window) {
+        if symbol_size != old.config().symbol_size {
+            return self.rechunk_early(&old, config);
+        }
+        if old.held() > u64::from(window) {
             return false;
         }
         let Ok(mut encoder) = Encoder::starting_at(config, old.oldest()) else {
@@ -305,6 +312,63 @@ impl Connection {
                 return false;
             }
         }
+        self.sender.encoder = Some(encoder);
+        true
+    }
+
+    /// Puts the frames of the early symbols of `old` in symbols of
+    /// `config`'s size, stream data split where it must be, and makes
+    /// them all the symbols to send again.
+    fn rechunk_early(&mut self, old: &Encoder, config: EncoderConfig) -> bool {
+        let Ok(mut encoder) = Encoder::new(config) else {
+            return false;
+        };
+        let size = config.symbol_size;
+        let mut symbol = Vec::with_capacity(size);
+        let mut flush = |symbol: &mut Vec<u8>| {
+            let pushed = symbol.is_empty() || encoder.push(symbol).is_ok();
+            symbol.clear();
+            pushed
+        };
+        for id in old.oldest().0..old.next_id().0 {
+            for frame in Frames::new(old.source(SymbolId(id)).unwrap_or_default()) {
+                let Ok(frame) = frame else {
+                    return false;
+                };
+                let Frame::Stream(stream) = frame else {
+                    if !matches!(frame, Frame::Padding(_)) {
+                        if symbol.len() + frame.encoded_len() > size && !flush(&mut symbol) {
+                            return false;
+                        }
+                        frame.emit(&mut symbol);
+                    }
+                    continue;
+                };
+                let (mut offset, mut data) = (stream.offset, stream.data);
+                loop {
+                    let room = size - symbol.len();
+                    let header = StreamFrame::header_len(stream.id, offset, Some(room));
+                    if room <= header {
+                        if symbol.is_empty() || !flush(&mut symbol) {
+                            return false;
+                        }
+                        continue;
+                    }
+                    let len = data.len().min(room.saturating_sub(header));
+                    let fin = stream.fin && len == data.len();
+                    StreamFrame::emit_header(stream.id, offset, fin, Some(len), &mut symbol);
+                    symbol.extend_from_slice(&data[..len]);
+                    (offset, data) = (offset + len as u64, &data[len..]);
+                    if data.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+        if !flush(&mut symbol) {
+            return false;
+        }
+        self.early.resend = 0..encoder.next_id().0;
         self.sender.encoder = Some(encoder);
         true
     }
