@@ -2,9 +2,13 @@
 //! its connections' transport settings, what it admits, where its traces
 //! go.
 
+use std::io;
 use std::path::PathBuf;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use ltx_proto::protection::{SecurityConfig, StaticKeypair, KEY_LEN};
+use ltx_proto::protection::{
+    EarlyDataRecord, SecurityConfig, StaticKeypair, UnixMillis, WallClock, KEY_LEN,
+};
 use ltx_proto::{AcceptConfig, TransportConfig};
 use rand::rngs::OsRng;
 use rand::TryRngCore;
@@ -36,6 +40,35 @@ pub(crate) fn entropy() -> Option<[u8; KEY_LEN]> {
     let mut bytes = [0u8; KEY_LEN];
     OsRng.try_fill_bytes(&mut bytes).ok()?;
     Some(bytes)
+}
+
+/// With early data on, gives a secured endpoint the wall clock its first
+/// messages are stamped with and, if it takes connections, the record of
+/// first flights all its connections share (each unless already set);
+/// refuses early data without security.
+pub(crate) fn prepare_early_data(config: &mut EndpointConfig) -> io::Result<()> {
+    if !config.transport.early_data() {
+        return Ok(());
+    }
+    let Security::Noise(security) = &mut config.security else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "early data needs Security::Noise",
+        ));
+    };
+    let clock = *security.clock.get_or_insert_with(system_clock);
+    if config.accept_incoming && security.early_data_record.is_none() {
+        security.early_data_record = Some(EarlyDataRecord::new(clock));
+    }
+    Ok(())
+}
+
+/// The system's wall clock now, read on from there by the monotonic clock.
+fn system_clock() -> WallClock {
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    WallClock::new(Instant::now(), UnixMillis(unix))
 }
 
 /// How an endpoint behaves: the transport settings of its connections,

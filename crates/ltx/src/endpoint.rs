@@ -12,15 +12,14 @@ use std::time::{Duration, Instant};
 use ltx_proto::accept::packet::{InitialDatagram, RetryPacket};
 use ltx_proto::accept::{Acceptor, Decision, ServerLoad};
 use ltx_proto::protection::{HandshakeError, PublicKey};
-use ltx_proto::wire::{ConnectionId, Header};
+use ltx_proto::wire::{ConnectionId, Header, PacketType};
 use ltx_proto::{CloseReason, EcnCodepoint, Event, Side, StreamId};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use tokio::sync::Notify;
 
-pub(crate) use crate::config::{entropy, EndpointConfig, Security};
+pub(crate) use crate::config::{entropy, prepare_early_data, EndpointConfig, Security};
 use crate::connection::Connection;
-use crate::error::ConnectError;
 use crate::qlog::QlogFile;
 use crate::saved_paths::SavedPaths;
 use crate::socket::{SendQueue, UdpIo};
@@ -28,7 +27,7 @@ use crate::totals::{EndpointStats, EndpointTotals};
 
 mod cid;
 
-use cid::with_unused_cid;
+pub(crate) use cid::with_unused_cid;
 
 /// Identifies a connection among the endpoint's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -83,18 +82,18 @@ pub(crate) struct Slot {
 pub(crate) struct State {
     pub(crate) slots: HashMap<ConnectionKey, Slot>,
     next_key: u64,
-    by_cid: HashMap<ConnectionId, ConnectionKey>,
+    pub(crate) by_cid: HashMap<ConnectionId, ConnectionKey>,
     by_initial: HashMap<(SocketAddr, ConnectionId), ConnectionKey>,
     incoming: VecDeque<ConnectionKey>,
     accept_wakers: Vec<Waker>,
-    config: EndpointConfig,
+    pub(crate) config: EndpointConfig,
     acceptor: Acceptor,
-    rng: SmallRng,
+    pub(crate) rng: SmallRng,
     /// Every `Endpoint` handle was dropped: the driver ends once its
     /// connections have.
     handles_gone: bool,
     /// The socket failed; the reason, for everyone waiting.
-    failed: Option<String>,
+    pub(crate) failed: Option<String>,
     /// Datagrams dropped before reaching a connection.
     pub(crate) unroutable: u64,
     /// Clients whose handshake a server connection refused.
@@ -181,11 +180,11 @@ impl Shared {
 /// ```
 #[derive(Clone)]
 pub struct Endpoint {
-    handle: Arc<EndpointHandle>,
+    pub(crate) handle: Arc<EndpointHandle>,
 }
 
-struct EndpointHandle {
-    shared: Arc<Shared>,
+pub(crate) struct EndpointHandle {
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl Drop for EndpointHandle {
@@ -226,6 +225,7 @@ impl Endpoint {
             .transport
             .validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        prepare_early_data(&mut config)?;
         let secret = entropy().ok_or_else(|| {
             io::Error::other("the operating system has no random source for the retry secret")
         })?;
@@ -323,73 +323,8 @@ impl Endpoint {
         }
     }
 
-    /// Connects to a server whose static public key is `server_key` (unused
-    /// with [`Security::Plain`]) and completes the handshake. A server that
-    /// is not there, or refused this client (it never says why), shows as
-    /// [`ConnectError::Closed`] with [`CloseReason::HandshakeTimeout`] after
-    /// the transport's idle timeout.
-    pub async fn connect(
-        &self,
-        server: SocketAddr,
-        server_key: PublicKey,
-    ) -> Result<Connection, ConnectError> {
-        let shared = &self.handle.shared;
-        let key = {
-            let mut state = shared.lock();
-            if let Some(reason) = &state.failed {
-                return Err(ConnectError::EndpointFailed(reason.clone()));
-            }
-            if state.slots.len() >= state.config.max_connections {
-                return Err(ConnectError::TooManyConnections);
-            }
-            let now = Instant::now();
-            let fields = &mut *state;
-            let proto = with_unused_cid(&mut fields.rng, &fields.by_cid, |seed| {
-                let transport = fields.config.transport.clone();
-                match &fields.config.security {
-                    Security::Noise(security) => {
-                        let entropy = entropy().ok_or_else(|| {
-                            ConnectError::EndpointFailed("no operating system randomness".into())
-                        })?;
-                        ltx_proto::Connection::secure_client(
-                            transport,
-                            security.clone(),
-                            server_key,
-                            now,
-                            seed,
-                            entropy,
-                        )
-                    }
-                    Security::Plain => ltx_proto::Connection::client(transport, now, seed),
-                }
-                .map_err(ConnectError::Config)
-            })?
-            .ok_or(ConnectError::TooManyConnections)?;
-            let key = state.insert(proto, server, None);
-            state.slots.get_mut(&key).expect("just inserted").handed_out = true;
-            key
-        };
-        // The handle exists before the handshake, so that a cancelled
-        // connect drops it and closes the half-made connection.
-        let connection = Connection::new(shared.clone(), key);
-        shared.wake_driver.notify_one();
-        poll_fn(|cx| {
-            let mut state = shared.lock();
-            let slot = state.slots.get_mut(&key).expect("a handle keeps its slot");
-            match &slot.phase {
-                Phase::Established => Poll::Ready(Ok(())),
-                Phase::Closed(reason) => Poll::Ready(Err(ConnectError::Closed(reason.clone()))),
-                Phase::Handshaking => {
-                    slot.wakers.established.push(cx.waker().clone());
-                    Poll::Pending
-                }
-            }
-        })
-        .await?;
-        Ok(connection)
-    }
-
-    /// Waits for the next incoming connection (handshake done); `None`
+    /// Waits for the next incoming connection (handshake done, or with
+    /// early data its first stream opened before that); `None`
     /// once the endpoint takes no more (it is not a server, or its socket
     /// failed).
     pub async fn accept(&self) -> Option<Connection> {
@@ -423,7 +358,7 @@ impl Endpoint {
 }
 
 impl State {
-    fn insert(
+    pub(crate) fn insert(
         &mut self,
         proto: ltx_proto::Connection,
         remote: SocketAddr,
@@ -563,6 +498,14 @@ impl State {
             if let Some(key) = self.by_cid.get(&header.dcid) {
                 return Route::Connection(*key, bytes);
             }
+            if header.packet_type == PacketType::EarlyData {
+                // Early data goes where its flight's Initial went; before
+                // the Initial it goes nowhere (the client sends it again).
+                return match self.by_initial.get(&(from, header.dcid)) {
+                    Some(key) => Route::Connection(*key, bytes),
+                    None => Route::Nowhere,
+                };
+            }
         }
         let Some(initial) = InitialDatagram::parse(bytes) else {
             return Route::Nowhere;
@@ -665,6 +608,11 @@ impl State {
                             if let Some(saved) = saved {
                                 slot.proto.resume_from(now, saved);
                             }
+                        }
+                        if slot.proto.side() == Side::Server
+                            && !slot.handed_out
+                            && !self.incoming.contains(key)
+                        {
                             self.incoming.push_back(*key);
                             self.accept_wakers.drain(..).for_each(Waker::wake);
                         }
@@ -672,6 +620,14 @@ impl State {
                     Event::StreamOpened(_) => {
                         if let Some(w) = slot.wakers.accept_stream.take() {
                             w.wake();
+                        }
+                        // Early data: the application takes the connection
+                        // with its first stream, before the handshake ends.
+                        let early = slot.proto.side() == Side::Server
+                            && matches!(slot.phase, Phase::Handshaking);
+                        if early && !slot.handed_out && !self.incoming.contains(key) {
+                            self.incoming.push_back(*key);
+                            self.accept_wakers.drain(..).for_each(Waker::wake);
                         }
                     }
                     Event::StreamReadable(id) | Event::StreamReset { id, .. } => {

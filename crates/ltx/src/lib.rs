@@ -19,6 +19,7 @@
 //! link model in real time.
 
 mod config;
+mod connect;
 mod connection;
 mod endpoint;
 mod error;
@@ -36,8 +37,8 @@ pub use endpoint::{Endpoint, RefusedHandshake};
 pub use error::{ConnectError, ConnectionError, OpenStreamError};
 pub use ltx_proto::accept::AcceptStats;
 pub use ltx_proto::protection::{
-    AllowList, HandshakeError, KeyParseError, PresharedKey, PublicKey, SecurityConfig,
-    StaticKeypair,
+    AllowList, EarlyDataRecord, HandshakeError, KeyParseError, PresharedKey, PublicKey,
+    SecurityConfig, StaticKeypair, UnixMillis, WallClock,
 };
 pub use ltx_proto::{
     AcceptConfig, CloseReason, ConnectionStats, RetryPolicy, StreamId, TransportConfig,

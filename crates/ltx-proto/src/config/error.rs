@@ -34,6 +34,8 @@ pub enum Setting {
     CheapFeedbackRtt,
     /// A known bottleneck rate.
     RateHint,
+    /// Data in the client's first flight.
+    EarlyData,
 }
 
 impl Setting {
@@ -52,6 +54,7 @@ impl Setting {
             Setting::ReactiveMargin => "reactive_margin",
             Setting::CheapFeedbackRtt => "cheap_feedback_rtt",
             Setting::RateHint => "rate_hint",
+            Setting::EarlyData => "early_data",
         }
     }
 }

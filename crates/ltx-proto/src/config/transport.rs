@@ -60,6 +60,7 @@ pub struct TransportConfig {
     pub(crate) congestion: Arc<dyn ControllerFactory>,
     pub(crate) rate_hint: Option<u64>,
     pub(crate) saved_path: Option<SavedPath>,
+    pub(crate) early_data: bool,
     pub(crate) trace: bool,
 }
 
@@ -83,6 +84,7 @@ impl Default for TransportConfig {
             congestion: Arc::new(TolerantConfig::default()),
             rate_hint: None,
             saved_path: None,
+            early_data: false,
             trace: false,
         }
     }
@@ -105,6 +107,7 @@ impl fmt::Debug for TransportConfig {
             .field("congestion", &self.congestion)
             .field("rate_hint", &self.rate_hint)
             .field("saved_path", &self.saved_path)
+            .field("early_data", &self.early_data)
             .finish_non_exhaustive()
     }
 }
@@ -374,6 +377,33 @@ impl TransportConfig {
     /// `poll_event`; off by default, since each costs an allocation.
     pub fn trace(&self) -> bool {
         self.trace
+    }
+
+    /// Whether stream data goes in the client's first flight (0-RTT), off
+    /// by default. A client sends the data written before the handshake
+    /// completes in EarlyData packets right after its Initial copies, as
+    /// much as the congestion controller's first window allows (the
+    /// round trip that would size more from a rate hint is not known
+    /// yet); the rest, and everything the server refuses, goes once the
+    /// handshake completes. A server delivers early data at once, unless
+    /// its [`EarlyDataRecord`](crate::protection::EarlyDataRecord) finds
+    /// the flight replayed or stale. Early data needs a secured connection
+    /// with a [`clock`](crate::protection::SecurityConfig::clock) on the
+    /// client and an
+    /// [`early_data_record`](crate::protection::SecurityConfig::early_data_record)
+    /// on the server; it has no forward secrecy against a later
+    /// compromise of the server's static key. The client builds its early
+    /// symbols for its own [`max_datagram`](Self::set_max_datagram): a
+    /// server whose own is smaller refuses them, and the client sends
+    /// their data again in symbols of the size both ends agree on.
+    pub fn early_data(&self) -> bool {
+        self.early_data
+    }
+
+    /// Sets [`early_data`](Self::early_data).
+    pub fn set_early_data(&mut self, on: bool) -> &mut Self {
+        self.early_data = on;
+        self
     }
 
     /// Sets [`trace`](Self::trace).

@@ -274,7 +274,22 @@ impl Connection {
                 reason: "transport parameters out of range".into(),
             });
         };
-        self.sender.encoder = Some(encoder);
+        // A client's first flight built its encoder already: it goes on,
+        // with the server's window, if its symbols fit.
+        let early = self.side == Side::Client
+            && self
+                .sender
+                .encoder
+                .as_ref()
+                .is_some_and(|e| e.next_id().0 > 0);
+        if !early {
+            self.sender.encoder = Some(encoder);
+        } else if !self.keep_early_encoder(self.symbol_size, params.max_window) {
+            return Err(Violation {
+                code: codes::PROTOCOL_VIOLATION,
+                reason: "early symbols do not fit the transport parameters".into(),
+            });
+        }
         self.receiver.decoder = Some(decoder);
         self.sender.peer.window = u64::from(params.max_window);
         self.repair.scheme = self

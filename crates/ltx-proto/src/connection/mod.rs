@@ -3,6 +3,7 @@
 mod address_validation;
 mod copy_spacing;
 mod decoder_report;
+mod early;
 mod handshake;
 mod loss_round;
 mod migration;
@@ -30,18 +31,19 @@ use crate::protection::{
     PacketProtection, PlainProtection, PublicKey, SecurityConfig, KEY_LEN, TAG_LEN,
 };
 use crate::wire::{
-    AckFrame, ConnectionId, Frame, Frames, Header, PacketNumber, PacketType, Side, StreamId,
-    MAX_HEADER_LEN,
+    ConnectionId, Frame, Frames, Header, PacketNumber, PacketType, Side, StreamId, MAX_HEADER_LEN,
 };
 
 use address_validation::AmplificationLimit;
 pub use address_validation::AMPLIFICATION_FACTOR;
+use early::{refuse_early_data, EarlyData};
+pub use early::{EARLY_MAX_DATA, EARLY_MAX_STREAMS};
 pub(crate) use handshake::MIN_INITIAL;
 use handshake::{initial_copies, Handshake, INITIAL_COPIES};
 use migration::Paths;
 use receive::Receiver;
 use received::AckState;
-use recovery::{PacketFates, Recovery};
+use recovery::Recovery;
 use repair::RepairScheduler;
 use secure::{KeysPending, SecureHandshake};
 use send::SymbolSender;
@@ -205,6 +207,8 @@ pub struct Connection {
     secure: Option<Box<SecureHandshake>>,
     /// The handshake's packets, copies and first RTT sample.
     handshake: Handshake,
+    /// Stream data in the client's first flight.
+    early: EarlyData,
     amplification: AmplificationLimit,
     /// The peer's address, and a new one being validated.
     paths: Paths,
@@ -248,6 +252,15 @@ impl Connection {
         now: Instant,
         seed: u64,
     ) -> Result<Connection, crate::ConfigError> {
+        refuse_early_data(&config, "a connection without security")?;
+        Connection::new_client(config, now, seed)
+    }
+
+    fn new_client(
+        config: TransportConfig,
+        now: Instant,
+        seed: u64,
+    ) -> Result<Connection, crate::ConfigError> {
         let mut connection = Connection::new(Side::Client, config, now, seed)?;
         connection.remote_cid = ConnectionId(connection_rng(seed).random());
         connection.handshake.to_send = INITIAL_COPIES;
@@ -257,7 +270,9 @@ impl Connection {
     /// A client connection that authenticates with `security`'s key pair
     /// to the server whose static public key is `server` (Noise `IK`), and
     /// seals every packet after the handshake. `entropy` must come from a
-    /// secure random source: it makes the handshake's ephemeral key.
+    /// secure random source: it makes the handshake's ephemeral key. With
+    /// [early data](TransportConfig::early_data) on, `security` must have
+    /// a [`clock`](SecurityConfig::clock).
     pub fn secure_client(
         config: TransportConfig,
         security: SecurityConfig,
@@ -266,19 +281,24 @@ impl Connection {
         seed: u64,
         entropy: [u8; KEY_LEN],
     ) -> Result<Connection, crate::ConfigError> {
-        let mut connection = Connection::client(config, now, seed)?;
+        if security.clock.is_none() {
+            refuse_early_data(&config, "a client without a wall clock")?;
+        }
+        let mut connection = Connection::new_client(config, now, seed)?;
         connection.paths.reseed(entropy);
         connection.secure = Some(Box::new(SecureHandshake::new(security, entropy)));
         connection.protection = Box::new(KeysPending);
         connection
-            .start_secure_client(server)
+            .start_secure_client(now, server)
             .map_err(crate::ConfigError::Handshake)?;
         Ok(connection)
     }
 
     /// A server connection waiting for a client's first packet, which
     /// must prove a key `security` accepts; see
-    /// [`secure_client`](Connection::secure_client).
+    /// [`secure_client`](Connection::secure_client). With
+    /// [early data](TransportConfig::early_data) on, `security` must have
+    /// an [`early_data_record`](SecurityConfig::early_data_record).
     pub fn secure_server(
         config: TransportConfig,
         security: SecurityConfig,
@@ -286,7 +306,10 @@ impl Connection {
         seed: u64,
         entropy: [u8; KEY_LEN],
     ) -> Result<Connection, crate::ConfigError> {
-        let mut connection = Connection::server(config, now, seed)?;
+        if security.early_data_record.is_none() {
+            refuse_early_data(&config, "a server without an early data record")?;
+        }
+        let mut connection = Connection::new(Side::Server, config, now, seed)?;
         connection.paths.reseed(entropy);
         connection.secure = Some(Box::new(SecureHandshake::new(security, entropy)));
         connection.protection = Box::new(KeysPending);
@@ -299,6 +322,7 @@ impl Connection {
         now: Instant,
         seed: u64,
     ) -> Result<Connection, crate::ConfigError> {
+        refuse_early_data(&config, "a connection without security")?;
         Connection::new(Side::Server, config, now, seed)
     }
 
@@ -334,6 +358,7 @@ impl Connection {
             protection: Box::new(PlainProtection),
             secure: None,
             handshake: Handshake::default(),
+            early: EarlyData::default(),
             amplification: match side {
                 Side::Client => AmplificationLimit::none(),
                 Side::Server => AmplificationLimit::unproved(),
@@ -410,8 +435,11 @@ impl Connection {
     // ---- application commands ----
 
     /// Opens a bidirectional stream.
+    ///
+    /// A client with [early data](TransportConfig::early_data) may open
+    /// and write streams before the handshake completes.
     pub fn open_stream(&mut self) -> Result<StreamId, StreamError> {
-        if self.state != State::Established || self.closing.requested {
+        if !self.streams_usable() || self.closing.requested {
             return Err(StreamError::NotConnected);
         }
         self.streams.open()
@@ -426,7 +454,7 @@ impl Connection {
     /// offered when the send buffer is full: a `StreamWritable` event
     /// follows when there is room).
     pub fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
-        if self.state != State::Established {
+        if !self.streams_usable() {
             return Err(StreamError::NotConnected);
         }
         self.streams.write(id, data)
@@ -594,11 +622,14 @@ impl Connection {
             return Some(self.build_handshake(now));
         }
         if self.state != State::Established {
-            return None;
+            return self.poll_early(now);
         }
         if self.acks.needed {
             self.acks.needed = false;
             return Some(self.build_ack(now));
+        }
+        if let Some(transmit) = self.poll_early_resend(now) {
+            return Some(transmit);
         }
         if let Some(transmit) = self.poll_symbol(now) {
             return Some(transmit);
@@ -708,11 +739,18 @@ impl Connection {
         let number = header
             .number
             .expand(self.acks.received.largest().map(PacketNumber));
-        if header.packet_type != PacketType::Data && self.handshake_sealed_apart() {
+        let handshake_packet =
+            !matches!(header.packet_type, PacketType::Data | PacketType::EarlyData);
+        if handshake_packet && self.handshake_sealed_apart() {
             return self.handle_secure_handshake(now, header, number, header_len, datagram);
         }
+        if header.packet_type == PacketType::EarlyData && !self.opens_early() {
+            // Before the Initial, or refused: not a forgery to count.
+            self.stats.packets_dropped += 1;
+            return;
+        }
         let mut packet = datagram.to_vec();
-        let end = match self.protection.open(number.0, header_len, &mut packet) {
+        let end = match self.open_packet(header.packet_type, number.0, header_len, &mut packet) {
             Ok(end) => end,
             Err(e) => return self.count_refused(e),
         };
@@ -720,7 +758,8 @@ impl Connection {
             self.confirm_handshake();
         }
         let accepted = match (self.side, header.packet_type) {
-            (Side::Server, PacketType::Initial) => true,
+            // Opened with the early key: the flight was accepted.
+            (Side::Server, PacketType::Initial | PacketType::EarlyData) => true,
             (Side::Client, PacketType::Handshake) => header.dcid == self.local_cid,
             (_, PacketType::Data) => {
                 header.dcid == self.local_cid && self.state != State::Handshaking
@@ -785,7 +824,9 @@ impl Connection {
             if !matches!(frame, Frame::Ack(_) | Frame::Padding(_) | Frame::Close(_)) {
                 ack_eliciting = true;
             }
-            if let Err(v) = self.handle_frame(now, header.packet_type, frame) {
+            let handled = Connection::check_early_frame(header.packet_type, &frame)
+                .and_then(|()| self.handle_frame(now, header.packet_type, frame));
+            if let Err(v) = handled {
                 self.violation(now, v);
                 return;
             }
@@ -853,37 +894,6 @@ impl Connection {
                 })
             }
         }
-        Ok(())
-    }
-
-    /// An ACK frame arrived: loss recovery processes it; if it is the
-    /// newest, its report of the peer's decoder frees what the peer has
-    /// and is answered with repair.
-    fn on_ack(&mut self, now: Instant, ack: &AckFrame) -> Result<(), Violation> {
-        let mut fates = PacketFates {
-            scheme: self.repair.scheme.as_mut(),
-            stats: &mut self.stats,
-            events: &mut self.events,
-            trace: self.config.trace,
-        };
-        let processed = self
-            .recovery
-            .on_ack(now, ack, self.config.max_ack_delay, &mut fates)?;
-        let Some(processed) = processed else {
-            return Ok(());
-        };
-        self.set_loss_timer(processed.loss_timer);
-        if processed.newest {
-            self.on_decoder_report(ack)?;
-        }
-        if self.config.trace {
-            self.trace_metrics();
-        }
-        if self.unconfirmed_symbols() == 0 {
-            self.repair.tail_owed = 0;
-        }
-        self.arm_probe(now);
-        self.maybe_finish_close(now);
         Ok(())
     }
 }

@@ -262,6 +262,37 @@ impl Context for PacketFates<'_> {
 }
 
 impl Connection {
+    /// An ACK frame arrived: loss recovery processes it; if it is the
+    /// newest, its report of the peer's decoder frees what the peer has
+    /// and is answered with repair.
+    pub(super) fn on_ack(&mut self, now: Instant, ack: &AckFrame) -> Result<(), Violation> {
+        let mut fates = PacketFates {
+            scheme: self.repair.scheme.as_mut(),
+            stats: &mut self.stats,
+            events: &mut self.events,
+            trace: self.config.trace,
+        };
+        let processed = self
+            .recovery
+            .on_ack(now, ack, self.config.max_ack_delay, &mut fates)?;
+        let Some(processed) = processed else {
+            return Ok(());
+        };
+        self.set_loss_timer(processed.loss_timer);
+        if processed.newest {
+            self.on_decoder_report(ack)?;
+        }
+        if self.config.trace {
+            self.trace_metrics();
+        }
+        if self.unconfirmed_symbols() == 0 {
+            self.repair.tail_owed = 0;
+        }
+        self.arm_probe(now);
+        self.maybe_finish_close(now);
+        Ok(())
+    }
+
     /// Runs loss detection and arms (or clears) the loss timer.
     pub(super) fn detect_losses(&mut self, now: Instant) {
         let mut fates = PacketFates {

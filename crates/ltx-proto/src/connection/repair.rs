@@ -17,6 +17,7 @@ use crate::recovery::{
     Feedback, Flight, Horizon, LossEstimate, RedundancyScheme, RepairPlan, RepairRange,
     RepairReason,
 };
+use crate::wire::PacketType;
 
 /// The most unconfirmed symbols a scheme is told of when the data runs
 /// out, for tails sized by them (the default sizes its tail by the whole
@@ -234,7 +235,7 @@ impl Connection {
             }
         }
         let reason = match self.repair.next(probe, held, data)? {
-            Next::Source => return self.build_source(now),
+            Next::Source => return self.build_source(now, PacketType::Data),
             Next::Repair(reason) => reason,
         };
         match reason {

@@ -21,10 +21,13 @@ use super::{Connection, State, Timer};
 use crate::event::{CloseReason, Event};
 use crate::protection::noise::{self, ClientHandshake, TrafficSecrets};
 use crate::protection::{
-    AeadProtection, HandshakeError, OpenError, PacketProtection, PlainProtection, PublicKey,
-    SecurityConfig, KEY_LEN, PACKET_AEAD, TAG_LEN,
+    AeadProtection, EarlyDataRecord, HandshakeError, OpenError, PacketProtection, PlainProtection,
+    PublicKey, SecurityConfig, KEY_LEN, PACKET_AEAD, TAG_LEN,
 };
-use crate::wire::{Frame, Frames, HandshakeFrame, Header, PacketNumber, PacketType, Side};
+use crate::wire::{
+    EarlyDataField, Frame, Frames, HandshakeFrame, HandshakePayload, Header, PacketNumber,
+    PacketType, Side,
+};
 
 /// What a secured connection keeps of its handshake.
 pub(super) struct SecureHandshake {
@@ -79,21 +82,41 @@ impl SecureHandshake {
 }
 
 impl Connection {
-    /// Starts a client's handshake towards `server`.
-    pub(super) fn start_secure_client(&mut self, server: PublicKey) -> Result<(), HandshakeError> {
+    /// Starts a client's handshake towards `server` at `now`; with early
+    /// data on, its first message offers it, stamped with the wall clock.
+    pub(super) fn start_secure_client(
+        &mut self,
+        now: Instant,
+        server: PublicKey,
+    ) -> Result<(), HandshakeError> {
         let mut payload = Vec::new();
         self.handshake_body().emit_body(&mut payload);
         let Some(secure) = self.secure.as_mut() else {
             return Err(HandshakeError::Internal);
         };
-        secure.client = Some(ClientHandshake::start(
+        let clock = secure.config.clock.filter(|_| self.config.early_data);
+        if let Some(clock) = clock {
+            let stamp = clock.at(now).0;
+            EarlyDataField::Offer { stamp }.emit(&mut payload);
+        }
+        let client = ClientHandshake::start(
             secure.config.keypair.clone(),
             secure.config.psk.clone(),
             server,
             secure.entropy,
             payload,
-        )?);
+        )?;
+        let early_secret = client.early_secret();
+        secure.client = Some(client);
+        if clock.is_some() {
+            self.start_early_client(early_secret);
+        }
         Ok(())
+    }
+
+    /// The server's record of first flights, if it has one.
+    pub(super) fn early_data_record(&self) -> Option<&EarlyDataRecord> {
+        self.secure.as_ref()?.config.early_data_record.as_ref()
     }
 
     fn handshake_body(&self) -> HandshakeFrame {
@@ -244,12 +267,22 @@ impl Connection {
                 return self.refuse_handshake(HandshakeError::NotAllowed(hello.client));
             }
         }
-        let Ok(body) = HandshakeFrame::parse_body(&hello.payload) else {
+        let Ok(HandshakePayload { body, early }) = HandshakePayload::parse(&hello.payload) else {
             return self.refuse_handshake(HandshakeError::Malformed);
         };
         let client = hello.client;
         let mut payload = Vec::new();
         self.handshake_body().emit_body(&mut payload);
+        let answer = self.admit_early(
+            now,
+            message,
+            early,
+            body.params.max_datagram,
+            hello.early_secret,
+        );
+        if let Some(answer) = answer {
+            answer.emit(&mut payload);
+        }
         let (answer, secrets) = match hello.answer(&payload) {
             Ok(done) => done,
             Err(e) => return self.refuse_handshake(e),
@@ -282,11 +315,12 @@ impl Connection {
             Ok(done) => done,
             Err(_) => return self.count_refused(OpenError::Unauthentic),
         };
-        let Ok(body) = HandshakeFrame::parse_body(&payload) else {
+        let Ok(HandshakePayload { body, early }) = HandshakePayload::parse(&payload) else {
             self.stats.packets_dropped += 1;
             return;
         };
         self.install_keys(secrets, server);
+        self.on_early_answer(early);
         self.stats.packets_received += 1;
         self.stats.bytes_received += bytes as u64;
         self.set_timer(Timer::Idle, now + self.config.idle_timeout);

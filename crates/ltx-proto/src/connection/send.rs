@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use ltx_coding::codec::{EncodeError, Encoder};
 use ltx_coding::{RepairKey, SymbolId};
 
+use super::early::pad_early;
 use super::sent::BLIND_AFTER_PTOS;
 use super::sent::{Carried, SentPacket};
 use super::streams::Violation;
@@ -94,7 +95,7 @@ impl SymbolSender {
     /// after this one but received before it add (the peer accepts none
     /// [`REPLAY_WINDOW`] or more behind its newest, and each packet carries
     /// at most one new symbol).
-    fn truncate(&self, id: SymbolId) -> TruncatedSymbolId {
+    pub(super) fn truncate(&self, id: SymbolId) -> TruncatedSymbolId {
         let sent_end = self.encoder.as_ref().map_or(id, |e| e.next_id());
         let highest_end = SymbolId(sent_end.0.saturating_add(REPLAY_WINDOW));
         TruncatedSymbolId::truncate(id, self.peer.largest_end, highest_end)
@@ -139,7 +140,9 @@ impl Connection {
         kind: PacketKind,
         carried: Option<Carried>,
     ) -> Transmit {
-        if kind == PacketKind::Handshake && self.handshake_sealed_apart() {
+        if PacketType::of_first_byte(buf[0]) == Some(PacketType::EarlyData) {
+            self.seal_early(number, header_len, &mut buf);
+        } else if kind == PacketKind::Handshake && self.handshake_sealed_apart() {
             PlainProtection.seal(number, header_len, &mut buf);
         } else {
             self.protection.seal(number, header_len, &mut buf);
@@ -244,8 +247,13 @@ impl Connection {
         self.finish_packet(now, buf, number, header_len, PacketKind::Ack, None)
     }
 
-    /// A new source symbol filled from the streams, if they have data.
-    pub(super) fn build_source(&mut self, now: Instant) -> Option<Transmit> {
+    /// A new source symbol filled from the streams, if they have data, in
+    /// a packet of `packet_type` (Data, or EarlyData in a first flight).
+    pub(super) fn build_source(
+        &mut self,
+        now: Instant,
+        packet_type: PacketType,
+    ) -> Option<Transmit> {
         let mut symbol = std::mem::take(&mut self.sender.scratch);
         symbol.clear();
         self.streams.fill(
@@ -280,9 +288,12 @@ impl Connection {
         if idle {
             self.sender.busy_since = id;
         }
-        let (mut buf, number, header_len) = self.begin_packet(PacketType::Data);
+        let (mut buf, number, header_len) = self.begin_packet(packet_type);
         // Trailing zeros need not travel: the receiver pads the symbol back.
         let used = symbol.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+        if packet_type == PacketType::EarlyData {
+            pad_early(&mut buf, used);
+        }
         Frame::Source(SourceFrame {
             id: self.sender.truncate(id),
             data: &symbol[..used],

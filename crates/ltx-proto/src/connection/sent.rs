@@ -99,6 +99,14 @@ impl SentPackets {
         }
     }
 
+    /// Takes packet `number` out of flight with no fate: neither
+    /// acknowledged nor lost (an early packet the server refused).
+    pub(crate) fn withdraw(&mut self, number: u64) {
+        if let Some(packet) = self.packets.remove(&number) {
+            self.forget(&packet);
+        }
+    }
+
     /// Source symbols in flight sent after the newest repair in flight:
     /// no repair sent yet covers them.
     pub(crate) fn sources_after_last_repair(&self) -> u64 {

@@ -41,6 +41,11 @@ pub struct ConnectionStats {
     /// Of those, packets that authenticated but were replays (a number
     /// already accepted, or older than the replay window).
     pub packets_replayed: u64,
+    /// EarlyData packets a client sent in its first flight.
+    pub early_packets_sent: u64,
+    /// First flights whose early data the server refused: counted by the
+    /// server that refused and by the client it told.
+    pub early_refused: u64,
     /// Key updates of the packet protection, both directions together.
     pub key_updates: u64,
     /// Packets declared lost.

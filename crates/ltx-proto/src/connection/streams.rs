@@ -258,6 +258,10 @@ impl Streams {
         max_streams: u64,
     ) {
         self.peer_max_data = self.peer_max_data.max(max_data);
+        // Streams opened before (early data) had a provisional limit.
+        for stream in self.send.values_mut() {
+            stream.max_data = stream.max_data.max(max_stream_data);
+        }
         self.peer_stream_window = max_stream_data;
         self.peer_max_streams = self.peer_max_streams.max(max_streams);
     }

@@ -1,11 +1,14 @@
 //! The handshake on arbitrary first flights and answers.
 
 use super::pair::{End, Pair, Path};
-use crate::protection::{AllowList, PresharedKey, SecurityConfig, StaticKeypair, KEY_LEN};
+use crate::protection::{
+    AllowList, EarlyDataRecord, PresharedKey, SecurityConfig, StaticKeypair, UnixMillis, WallClock,
+    EARLY_DATA_WINDOW, KEY_LEN,
+};
 use crate::{Connection, TransportConfig};
 use ltx_coding::fuzzing::FuzzInput as Input;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The client's (1), the server's (2) and a stranger's (3) static key
 /// pairs, made once: deriving a key costs a scalar multiplication, which
@@ -42,8 +45,11 @@ pub struct HandshakeOutcome {
 pub fn handshake(data: &[u8]) -> HandshakeOutcome {
     let mut input = Input::new(data);
     // The top bit gives the client every key the server asks for; the
-    // others pick what it lacks.
-    let scenario = match input.u8() {
+    // others pick what it lacks. Bit 6 turns early data on at both ends,
+    // with a message written before the first flight.
+    let first = input.u8();
+    let early_data = first & 0x40 != 0;
+    let scenario = match first {
         s if s & 0x80 != 0 => {
             let psk = if s & 0x02 != 0 { 0x06 } else { 0 };
             let allow_list = if s & 0x10 != 0 { 0x30 } else { 0 };
@@ -88,26 +94,34 @@ pub fn handshake(data: &[u8]) -> HandshakeOutcome {
         server_keys.public()
     };
 
-    let now = Instant::now();
-    let (Ok(client), Ok(server)) = (
+    // Both clocks read the epoch when the server's record was made, a
+    // window and a second before the connections start.
+    let origin = Instant::now();
+    let now = origin + EARLY_DATA_WINDOW + Duration::from_secs(1);
+    let mut config = TransportConfig::default();
+    if early_data {
+        let clock = WallClock::new(origin, UnixMillis(1_700_000_000_000));
+        config.set_early_data(true);
+        client_config.clock = Some(clock);
+        server_config.early_data_record = Some(EarlyDataRecord::new(clock));
+    }
+    let (Ok(mut client), Ok(server)) = (
         Connection::secure_client(
-            TransportConfig::default(),
+            config.clone(),
             client_config,
             expected_server,
             now,
             1,
             [11; KEY_LEN],
         ),
-        Connection::secure_server(
-            TransportConfig::default(),
-            server_config,
-            now,
-            2,
-            [12; KEY_LEN],
-        ),
+        Connection::secure_server(config, server_config, now, 2, [12; KEY_LEN]),
     ) else {
         panic!("the default configuration is valid");
     };
+    if early_data {
+        let id = client.open_stream().expect("a stream before the handshake");
+        client.write(id, b"early").expect("early data is taken");
+    }
     let mut pair = Pair {
         client,
         server,

@@ -109,10 +109,11 @@ pub(super) fn forge(
 /// A packet to `dcid` of the type the input picks, its frames `payload`,
 /// sealed with the plain checksum.
 pub(super) fn forged_packet(input: &mut Input<'_>, dcid: ConnectionId, payload: &[u8]) -> Vec<u8> {
-    let packet_type = match input.u8() % 3 {
+    let packet_type = match input.u8() % 4 {
         0 => PacketType::Initial,
         1 => PacketType::Handshake,
-        _ => PacketType::Data,
+        2 => PacketType::Data,
+        _ => PacketType::EarlyData,
     };
     let number = PacketNumber(input.u64() & VarInt::MAX.into_inner());
     let mut packet = Vec::new();

@@ -63,6 +63,14 @@ fn expand(secret: &[u8; 32], label: &[u8], out: &mut [u8]) {
         .expect("HKDF-SHA256 expands to 32 bytes or fewer");
 }
 
+/// A secret drawn from `secret` under `label` (HKDF-SHA256), for a key
+/// that must differ from every other key drawn from the same secret.
+pub(crate) fn derive_secret(secret: &[u8; 32], label: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    expand(secret, label, &mut out);
+    out
+}
+
 /// The key and IV of one phase of one direction.
 struct PhaseKey {
     key: LessSafeKey,

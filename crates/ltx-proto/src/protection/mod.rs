@@ -21,11 +21,16 @@ use std::sync::Arc;
 use thiserror::Error;
 
 mod aead;
+mod early;
 mod keys;
 pub(crate) mod noise;
 mod replay;
 
 pub use aead::{AeadAlgorithm, AeadProtection, PACKET_AEAD};
+pub use early::{
+    EarlyDataRecord, EarlyRefusal, FlightId, UnixMillis, WallClock, EARLY_DATA_RECORD_CAPACITY,
+    EARLY_DATA_WINDOW, FLIGHT_ID_LEN,
+};
 pub use keys::{AllowList, KeyParseError, PresharedKey, PublicKey, StaticKeypair, KEY_LEN};
 pub use replay::REPLAY_WINDOW;
 
@@ -49,6 +54,13 @@ pub struct SecurityConfig {
     pub allowed_clients: Option<Arc<AllowList>>,
     /// Packets sealed under one key before the next (at least 1).
     pub key_update_packets: u64,
+    /// The driver's wall clock: a client with early data on stamps its
+    /// first message with it, for the server's replay check.
+    pub clock: Option<WallClock>,
+    /// On a server with early data on, the record of first flights that
+    /// refuses a replayed one's early data. Clones share it: give every
+    /// connection of an endpoint the same one.
+    pub early_data_record: Option<EarlyDataRecord>,
 }
 
 impl SecurityConfig {
@@ -60,6 +72,8 @@ impl SecurityConfig {
             psk: None,
             allowed_clients: None,
             key_update_packets: KEY_UPDATE_PACKETS,
+            clock: None,
+            early_data_record: None,
         }
     }
 }

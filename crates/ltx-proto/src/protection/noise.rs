@@ -26,6 +26,7 @@ use snow::resolvers::{CryptoResolver, DefaultResolver};
 use snow::types::{Cipher, Dh, Hash, Random};
 use snow::{Builder, HandshakeState};
 
+use super::early::early_data_secret;
 use super::keys::{PresharedKey, PublicKey, StaticKeypair, KEY_LEN};
 use super::HandshakeError;
 
@@ -132,6 +133,8 @@ pub(crate) struct ClientHandshake {
     payload: Vec<u8>,
     /// The first message, sent in every copy of the client's Initial.
     first_message: Vec<u8>,
+    /// The secret both ends share once the server reads the first message.
+    early_secret: [u8; KEY_LEN],
 }
 
 impl ClientHandshake {
@@ -150,9 +153,11 @@ impl ClientHandshake {
             entropy,
             payload,
             first_message: Vec::new(),
+            early_secret: [0; KEY_LEN],
         };
-        let (_, message) = handshake.initiator()?;
+        let (mut state, message) = handshake.initiator()?;
         handshake.first_message = message;
+        handshake.early_secret = early_secret(&mut state);
         Ok(handshake)
     }
 
@@ -179,6 +184,11 @@ impl ClientHandshake {
         &self.first_message
     }
 
+    /// The secret early data is sealed under.
+    pub(crate) fn early_secret(&self) -> [u8; KEY_LEN] {
+        self.early_secret
+    }
+
     /// Reads the server's answer: its payload and the traffic secrets, or
     /// an error if it does not open (a forgery, or a server without the
     /// key the client expects), which leaves the handshake as it was.
@@ -199,9 +209,20 @@ impl ClientHandshake {
     }
 }
 
+/// The secret early data is sealed under, from a state that has written or
+/// read the first message: the chaining key after `es` and `ss` (and the
+/// pre-shared key), bound to the client's fresh ephemeral key and both
+/// static keys. Splitting does not change the state.
+fn early_secret(state: &mut HandshakeState) -> [u8; KEY_LEN] {
+    let (to_responder, _) = state.dangerously_get_raw_split();
+    early_data_secret(&to_responder)
+}
+
 /// What the server learns from a client's first message.
 pub(crate) struct ClientHello {
     state: HandshakeState,
+    /// The secret the client's early data is sealed under.
+    pub(crate) early_secret: [u8; KEY_LEN],
     /// The client's static key, authenticated.
     pub(crate) client: PublicKey,
     /// The client's payload.
@@ -229,6 +250,7 @@ pub(crate) fn read_hello(
         .map(PublicKey::from_bytes)
         .ok_or(HandshakeError::Unauthentic)?;
     Ok(ClientHello {
+        early_secret: early_secret(&mut state),
         state,
         client,
         payload,
@@ -278,6 +300,24 @@ mod tests {
         assert_eq!(client_secrets.send, server_secrets.receive);
         assert_eq!(client_secrets.receive, server_secrets.send);
         assert_ne!(client_secrets.send, client_secrets.receive);
+    }
+
+    #[test]
+    fn both_ends_share_an_early_secret_apart_from_the_traffic_secrets() {
+        let (client, server) = (pair(1), pair(2));
+        let hello =
+            ClientHandshake::start(client.clone(), None, server.public(), [9; 32], vec![]).unwrap();
+        let read = read_hello(&server, None, [8; 32], hello.first_message()).unwrap();
+        assert_eq!(read.early_secret, hello.early_secret());
+        let early = read.early_secret;
+        let (answer, server_secrets) = read.answer(&[]).unwrap();
+        let (_, client_secrets) = hello.read_answer(&answer).unwrap();
+        assert_eq!(client_secrets.send, server_secrets.receive);
+        assert_ne!(early, client_secrets.send);
+        assert_ne!(early, client_secrets.receive);
+        let other =
+            ClientHandshake::start(client, None, server.public(), [10; 32], vec![]).unwrap();
+        assert_ne!(other.early_secret(), early);
     }
 
     #[test]

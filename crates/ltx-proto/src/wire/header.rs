@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! byte 0     0 1 T T K R R R   fixed 0b01, packet type, key phase, reserved
-//! byte 1     version (Initial and Handshake packets only)
+//! byte 1     version (every packet but Data)
 //! 4 bytes    destination connection id, big-endian
 //! then       packet number, truncated: its low 6, 14, 30 or 62 bits as a
 //!            varint of 1, 2, 4 or 8 bytes (see [`TruncatedPacketNumber`])
@@ -49,14 +49,24 @@ pub enum PacketType {
     Handshake = 0x1,
     /// Application data, once the handshake is done.
     Data = 0x2,
+    /// A client's stream data in its first flight, sealed with the early
+    /// key before the handshake completes (see
+    /// [`protection`](crate::protection)).
+    EarlyData = 0x3,
 }
 
 impl PacketType {
+    /// The type a packet's first byte names, without checking the rest.
+    pub(crate) fn of_first_byte(byte: u8) -> Option<PacketType> {
+        PacketType::from_bits((byte & TYPE_MASK) >> TYPE_SHIFT)
+    }
+
     fn from_bits(bits: u8) -> Option<PacketType> {
         match bits {
             0x0 => Some(PacketType::Initial),
             0x1 => Some(PacketType::Handshake),
             0x2 => Some(PacketType::Data),
+            0x3 => Some(PacketType::EarlyData),
             _ => None,
         }
     }
@@ -349,15 +359,19 @@ mod tests {
     }
 
     #[test]
-    fn packet_type_3_is_refused() {
+    fn packet_type_3_is_early_data_with_a_version() {
         assert_eq!(
             Header::parse(&with_flags(0x60)).map(|(h, _)| h.packet_type),
             Ok(PacketType::Data)
         );
-        assert_eq!(
-            Header::parse(&with_flags(0x70)),
-            Err(WireError::UnknownPacketType(3))
-        );
+        let mut out = Vec::new();
+        let early = Header {
+            packet_type: PacketType::EarlyData,
+            ..header()
+        };
+        early.emit(&mut out);
+        assert_eq!(out[..2], [0x78, VERSION]);
+        assert_eq!(Header::parse(&out), Ok((early, early.len())));
     }
 
     #[test]

@@ -34,6 +34,7 @@
 //! ```
 
 mod ack;
+mod early;
 mod error;
 mod frame;
 mod header;
@@ -42,6 +43,7 @@ mod params;
 mod varint;
 
 pub use ack::{AckFrame, DecoderState, EcnCounts, MAX_ACK_RANGES};
+pub use early::{EarlyDataField, HandshakePayload};
 pub use error::WireError;
 pub use frame::{
     CloseFrame, Frame, Frames, HandshakeFrame, RepairFrame, SourceFrame, StreamFrame,

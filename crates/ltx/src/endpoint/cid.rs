@@ -18,7 +18,7 @@ pub(super) const CID_ATTEMPTS: usize = 16;
 /// local connection id is one that `taken` does not route yet: at most
 /// [`CID_ATTEMPTS`] times, then `Ok(None)`. An error of `build` ends the
 /// search.
-pub(super) fn with_unused_cid<E>(
+pub(crate) fn with_unused_cid<E>(
     rng: &mut SmallRng,
     taken: &HashMap<ConnectionId, ConnectionKey>,
     mut build: impl FnMut(u64) -> Result<ltx_proto::Connection, E>,
