@@ -99,6 +99,9 @@ async fn serve(args: &RecvArgs, security: ltx::SecurityConfig) -> anyhow::Result
         .transport
         .set_idle_timeout(args.timeout)
         .map_err(|e| flag_error(&e, Profile::Ltx))?;
+    // A sender's offer and first data may come in its first flight; a
+    // replayed flight is refused (docs/security.md).
+    config.transport.set_early_data(true);
     args.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(args.listen, config)
         .with_context(|| format!("listening on {}", args.listen))?;

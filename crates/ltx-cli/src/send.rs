@@ -36,6 +36,10 @@ use crate::keys::{SendKeys, NO_ANSWER_HINT};
 /// share of the connection.
 const LANES: u8 = 4;
 
+/// How long the end of the lanes may precede the news of the handshake
+/// they depend on (both follow from the same packet or close).
+const HANDSHAKE_SETTLES: Duration = Duration::from_millis(200);
+
 /// Time for what the driver has queued (the lanes' ends, then the close)
 /// to leave the socket before the process goes on.
 const CLOSE_LEAVES: Duration = Duration::from_millis(10);
@@ -73,6 +77,12 @@ pub(crate) struct SendArgs {
     /// a repeated send starts at half the saved rate and confirms it).
     #[arg(long)]
     no_resume: bool,
+    /// Wait for the handshake before sending (by default the offer and
+    /// the first data go in the first flight, as 0-RTT early data, which
+    /// has no forward secrecy against a later theft of the receiver's key:
+    /// see docs/security.md).
+    #[arg(long)]
+    no_early_data: bool,
     /// The controller and redundancy preset: ltx (default), lt-tcp, ccp,
     /// dfec, ctcp, fectcp, newreno, cubic or bbr.
     #[arg(long, default_value = "ltx")]
@@ -191,6 +201,7 @@ async fn send_all(
         .transport
         .set_idle_timeout(args.timeout)
         .map_err(|e| flag_error(&e, args.profile))?;
+    config.transport.set_early_data(!args.no_early_data);
     let cache = (!args.no_resume).then(PathCache::for_user).flatten();
     if let Some(cache) = &cache {
         config
@@ -204,14 +215,25 @@ async fn send_all(
     // two waits for it.
     let mut interrupts = signal(SignalKind::interrupt()).context("listening for Ctrl-C")?;
     let started = Instant::now();
-    let connection = tokio::select! {
-        connected = connect(&endpoint, server, peer, &display) => connected?,
-        _ = interrupts.recv() => {
-            return Err(anyhow!("interrupted before anything was sent")
-                .context(Failed(Failure::Interrupted)));
-        }
+    let connection = endpoint
+        .connect_early(server, peer)
+        .with_context(|| format!("connecting to {server}"))?;
+    // The lanes start at once; the handshake completes beside them, and
+    // its failure, not the lanes' broken streams, is what the user hears.
+    let handshake = {
+        let connection = connection.clone();
+        tokio::spawn(async move { (connection.established().await, started.elapsed()) })
     };
-    let connecting = started.elapsed();
+    if args.no_early_data {
+        // Streams open once the handshake is done.
+        tokio::select! {
+            _ = connection.established() => {}
+            _ = interrupts.recv() => {
+                return Err(anyhow!("interrupted before anything was sent")
+                    .context(Failed(Failure::Interrupted)));
+            }
+        }
+    }
     let stats_lines = args.observe.stats_interval.map(|interval| {
         print_every(interval, started, connection.clone(), |line| {
             println!("{line}")
@@ -227,8 +249,16 @@ async fn send_all(
         &display,
         &mut interrupts,
     )
-    .await?;
+    .await;
     let elapsed = started.elapsed();
+    // The lanes end after the handshake (their answers need it), or when
+    // it failed and closed the connection, or on Ctrl-C before it.
+    let connecting = match tokio::time::timeout(HANDSHAKE_SETTLES, handshake).await {
+        Ok(Ok((Ok(()), connecting))) => connecting,
+        Ok(Ok((Err(e), waited))) => return Err(connect_error(e, server, waited)),
+        _ => elapsed,
+    };
+    let lanes = lanes?;
     stats_lines.inspect(JoinHandle::abort);
     let stats = connection.stats();
     if let (Some(cache), Some(saved)) = (&cache, connection.path_to_save()) {
@@ -276,40 +306,28 @@ async fn send_all(
     }
 }
 
-/// Connects to `server`, with a spinner while the handshake runs; a
-/// failure says how long it waited, and what to check when nothing
-/// answered.
-async fn connect(
-    endpoint: &Endpoint,
-    server: SocketAddr,
-    peer: ltx::PublicKey,
-    display: &Display,
-) -> anyhow::Result<Connection> {
-    let connecting = display.spinner(format!("connecting to {server}"));
-    let started = Instant::now();
-    let connection = endpoint.connect(server, peer).await.map_err(|e| {
-        let waited = started.elapsed().as_secs_f64();
-        let unanswered = matches!(
-            e,
-            ltx::ConnectError::Closed(ltx::CloseReason::HandshakeTimeout)
-        );
-        let closed_port = matches!(
-            e,
-            ltx::ConnectError::Closed(ltx::CloseReason::Unreachable(
-                ltx_proto::Unreachable::PortClosed
-            ))
-        );
-        if closed_port {
-            return anyhow::Error::new(e).context(format!("connecting to UDP {server}"));
-        }
-        if unanswered {
-            return anyhow::anyhow!("{server} did not answer in {waited:.0} s; {NO_ANSWER_HINT}")
-                .context(Failed(Failure::Unreachable));
-        }
-        anyhow::Error::new(e).context(format!("connecting to {server} (waited {waited:.1} s)"))
-    });
-    connecting.finish_and_clear();
-    connection
+/// A handshake that failed after `waited`, as the user hears it: how long
+/// it waited, and what to check when nothing answered.
+fn connect_error(e: ltx::ConnectError, server: SocketAddr, waited: Duration) -> anyhow::Error {
+    let waited = waited.as_secs_f64();
+    let unanswered = matches!(
+        e,
+        ltx::ConnectError::Closed(ltx::CloseReason::HandshakeTimeout)
+    );
+    let closed_port = matches!(
+        e,
+        ltx::ConnectError::Closed(ltx::CloseReason::Unreachable(
+            ltx_proto::Unreachable::PortClosed
+        ))
+    );
+    if closed_port {
+        return anyhow::Error::new(e).context(format!("connecting to UDP {server}"));
+    }
+    if unanswered {
+        return anyhow::anyhow!("{server} did not answer in {waited:.0} s; {NO_ANSWER_HINT}")
+            .context(Failed(Failure::Unreachable));
+    }
+    anyhow::Error::new(e).context(format!("connecting to {server} (waited {waited:.1} s)"))
 }
 
 /// What the lanes did.

@@ -102,6 +102,11 @@ struct Path {
     received: Vec<u8>,
     first_byte_at: Option<Instant>,
     stream: Option<StreamId>,
+    /// What the server's application answers on the stream once the
+    /// request is in (nothing: it does not answer), and when the client
+    /// read the answer's first byte.
+    reply: Vec<u8>,
+    reply_at: Option<Instant>,
 }
 
 impl Path {
@@ -118,6 +123,8 @@ impl Path {
             received: Vec::new(),
             first_byte_at: None,
             stream: None,
+            reply: Vec::new(),
+            reply_at: None,
         }
     }
 
@@ -150,6 +157,16 @@ impl Path {
         while let Ok(ReadOutcome::Data(n)) = self.server.read(id, &mut buf) {
             self.first_byte_at.get_or_insert(self.now);
             self.received.extend_from_slice(&buf[..n]);
+        }
+        if !self.reply.is_empty() && self.first_byte_at.is_some() {
+            let reply = std::mem::take(&mut self.reply);
+            let written = self.server.write(id, &reply).expect("the reply is written");
+            assert_eq!(written, reply.len());
+        }
+        if self.reply_at.is_none() {
+            if let Ok(ReadOutcome::Data(_)) = self.client.read(id, &mut buf) {
+                self.reply_at = Some(self.now);
+            }
         }
     }
 
@@ -270,6 +287,24 @@ fn an_early_message_arrives_one_one_way_delay_after_the_client_starts() {
     );
     assert_eq!(late.client.stats().early_packets_sent, 0);
     println!("first byte: {early_delay:?} with early data, {late_delay:?} without");
+}
+
+#[test]
+fn a_server_answers_an_early_request_before_the_client_confirms_the_handshake() {
+    let origin = Instant::now();
+    let start = origin + EARLY_DATA_WINDOW + Duration::from_secs(1);
+    let end = ServerEnd::new(origin, true);
+    let mut path = Path::new(
+        start,
+        skewed_client(start, true, origin, 0),
+        end.connection(start, 2),
+    );
+    path.reply = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+    let mut feed = writer(b"GET / HTTP/1.1\r\n\r\n".to_vec());
+    path.run_until(start + Duration::from_secs(2), &mut feed);
+    let answered = path.reply_at.expect("the client read the answer") - start;
+    // Request out with the Initial, answer back with the server's.
+    assert_eq!(answered, ONE_WAY * 2, "the answer came after {answered:?}");
 }
 
 #[test]

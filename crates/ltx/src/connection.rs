@@ -128,6 +128,30 @@ impl Connection {
         slot(&mut state, self.handle.key).proto.stats()
     }
 
+    /// Waits for the handshake to complete: at once on a connection from
+    /// [`Endpoint::connect`](crate::Endpoint::connect) or
+    /// [`Endpoint::accept`](crate::Endpoint::accept), after the server's
+    /// answer on one from [`Endpoint::connect_early`](crate::Endpoint::connect_early),
+    /// whose streams may carry data before it. A handshake that failed (no
+    /// answer, a refused client) gives the reason.
+    pub async fn established(&self) -> Result<(), crate::ConnectError> {
+        poll_fn(|cx| {
+            let mut state = self.handle.shared.lock();
+            let slot = slot(&mut state, self.handle.key);
+            match &slot.phase {
+                Phase::Established => Poll::Ready(Ok(())),
+                Phase::Closed(reason) => {
+                    Poll::Ready(Err(crate::ConnectError::Closed(reason.clone())))
+                }
+                Phase::Handshaking => {
+                    slot.wakers.established.push(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+
     /// What the connection has measured of its path (bottleneck rate,
     /// minimum round trip), to give the next connection to the same peer
     /// for careful resume

@@ -105,10 +105,22 @@ impl Connection {
             && self.early.accepted.is_none()
     }
 
+    /// Whether a server that took the client's early data sends its own
+    /// data before the client confirms the handshake (half a round trip
+    /// early: an answer to a request in the first flight reaches the
+    /// client one round trip after it started). Its keys are in place with
+    /// its answer and the client's key is proved; the client's address is
+    /// not, and the anti-amplification limit holds for it until it is.
+    pub(super) fn sends_half_rtt(&self) -> bool {
+        self.side == Side::Server
+            && self.state == State::Handshaking
+            && self.early.protection.is_some()
+            && self.can_seal_data()
+    }
+
     /// Whether streams may be opened and written now: once established;
     /// before, on a client with early data, and on a server that took a
-    /// client's early data (what it writes leaves once the client
-    /// confirms the handshake).
+    /// client's early data (see [`sends_half_rtt`](Self::sends_half_rtt)).
     pub(super) fn streams_usable(&self) -> bool {
         let early_server = self.side == Side::Server
             && self.state == State::Handshaking

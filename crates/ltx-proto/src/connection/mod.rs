@@ -621,7 +621,7 @@ impl Connection {
             self.handshake.to_send -= 1;
             return Some(self.build_handshake(now));
         }
-        if self.state != State::Established {
+        if self.state != State::Established && !self.sends_half_rtt() {
             return self.poll_early(now);
         }
         if self.acks.needed {
