@@ -409,29 +409,6 @@ impl Connection {
         self.state == State::Closed
     }
 
-    /// Counters and estimates.
-    pub fn stats(&self) -> ConnectionStats {
-        let estimate = self.recovery.loss.estimate();
-        ConnectionStats {
-            rtt: self.recovery.rtt.smoothed(),
-            rtt_measured: self.recovery.rtt.has_sample(),
-            min_rtt: self.recovery.rtt.min(),
-            loss_rate: estimate.rate,
-            loss_burst: estimate.burst,
-            redundancy: self
-                .repair
-                .scheme
-                .proactive_ratio(&estimate, &self.horizon()),
-            cwnd: self.recovery.controller.window(),
-            pacing_rate: self.recovery.pacing_rate(),
-            bytes_in_flight: self.recovery.sent.bytes_in_flight,
-            key_updates: self.protection.key_updates(),
-            packets_missing: self.acks.received.missing(),
-            streams_open: self.streams.open_count(),
-            ..self.stats
-        }
-    }
-
     // ---- application commands ----
 
     /// Opens a bidirectional stream.

@@ -110,3 +110,28 @@ impl ConnectionStats {
         self.packets_missing as f64 / numbered as f64
     }
 }
+
+impl super::Connection {
+    /// Counters and estimates.
+    pub fn stats(&self) -> ConnectionStats {
+        let estimate = self.recovery.loss.estimate();
+        ConnectionStats {
+            rtt: self.recovery.rtt.smoothed(),
+            rtt_measured: self.recovery.rtt.has_sample(),
+            min_rtt: self.recovery.rtt.min(),
+            loss_rate: estimate.rate,
+            loss_burst: estimate.burst,
+            redundancy: self
+                .repair
+                .scheme
+                .proactive_ratio(&estimate, &self.horizon()),
+            cwnd: self.recovery.controller.window(),
+            pacing_rate: self.recovery.pacing_rate(),
+            bytes_in_flight: self.recovery.sent.bytes_in_flight,
+            key_updates: self.protection.key_updates(),
+            packets_missing: self.acks.received.missing(),
+            streams_open: self.streams.open_count(),
+            ..self.stats
+        }
+    }
+}
