@@ -43,7 +43,7 @@ pub use config::{
 };
 pub use connection::{
     symbol_size, Connection, ConnectionStats, EcnCodepoint, ReadOutcome, StreamError, Transmit,
-    AMPLIFICATION_FACTOR, EARLY_MAX_DATA, EARLY_MAX_STREAMS,
+    AMPLIFICATION_FACTOR, EARLY_MAX_DATA, EARLY_MAX_STREAMS, EARLY_MAX_SYMBOLS,
 };
 pub use event::{CloseReason, Event, TraceEvent, Unreachable};
 pub use wire::{Side, StreamId};

@@ -31,7 +31,7 @@ use ltx_coding::SymbolId;
 
 use super::sent::Carried;
 use super::streams::Violation;
-use super::{symbol_size, Connection, State, Transmit};
+use super::{symbol_size, Connection, State, Timer, Transmit};
 use crate::accept::packet::MAX_COOKIE_LEN;
 use crate::config::TransportConfig;
 use crate::event::{codes, PacketKind};
@@ -40,9 +40,15 @@ use crate::protection::{OpenError, PacketProtection, TAG_LEN};
 use crate::wire::{EarlyDataField, Frame, Frames, PacketType, Side, SourceFrame, StreamFrame};
 
 /// Bytes of stream data a client may send before the handshake, over all
-/// streams: it has not seen the server's limits yet, and takes these as
-/// them until it does.
-pub const EARLY_MAX_DATA: u64 = 0x1_0000;
+/// streams and on any one: it has not seen the server's limits yet, and
+/// takes these as them until it does. A server whose receive windows are
+/// smaller refuses early data. Most first flights are far smaller (the
+/// controller's initial window); one sent at a known rate (a hint, a saved
+/// path) may fill a long path's bandwidth-delay product.
+pub const EARLY_MAX_DATA: u64 = 8 << 20;
+/// Source symbols a client may hold unacknowledged before the handshake;
+/// a server whose coding window is smaller refuses early data.
+pub const EARLY_MAX_SYMBOLS: u64 = 8192;
 /// Streams a client may open before the handshake.
 pub const EARLY_MAX_STREAMS: u64 = 0x10;
 
@@ -146,18 +152,31 @@ impl Connection {
     }
 
     /// The next early packet of a client's first flight, if the streams
-    /// have data and the controller's first window has room: it leaves
-    /// right after the Initial copies, unpaced, as they do.
+    /// have data, the controller's first window has room and the pacer
+    /// lets it go: it leaves right after the Initial copies, and a first
+    /// window set from a known rate (a hint, a saved path) is paced at it.
     pub(super) fn poll_early(&mut self, now: Instant) -> Option<Transmit> {
         if !self.sends_early() || !self.streams.has_pending() {
             return None;
         }
         let encoder = self.sender.encoder.as_ref()?;
-        if encoder.held() >= u64::from(encoder.config().max_window) {
+        let limit = u64::from(encoder.config().max_window).min(EARLY_MAX_SYMBOLS);
+        if encoder.held() >= limit {
             return None;
         }
         let size = u64::from(self.config.max_datagram);
-        if self.recovery.sent.bytes_in_flight + size > self.recovery.controller.window() {
+        let window = self.recovery.controller.window();
+        if self.recovery.sent.bytes_in_flight + size > window {
+            return None;
+        }
+        let rate = self.recovery.pacing_rate();
+        let bucket = self
+            .recovery
+            .controller
+            .pacing_burst(&self.recovery.rtt)
+            .map_or(window, |burst| burst.min(window));
+        if let Some(at) = self.recovery.pacer.delay(now, size, rate, bucket) {
+            self.set_timer(Timer::Pacing, at);
             return None;
         }
         let number = self.recovery.next_number;
@@ -262,7 +281,10 @@ impl Connection {
             .early_data_record()
             .filter(|_| self.config.early_data)
             .ok_or(EarlyRefusal::NotTaken)?;
-        if client_datagram > self.config.max_datagram {
+        let small_windows = self.config.receive_window < EARLY_MAX_DATA
+            || self.config.stream_receive_window < EARLY_MAX_DATA
+            || u64::from(self.config.max_window) < EARLY_MAX_SYMBOLS;
+        if client_datagram > self.config.max_datagram || small_windows {
             return Err(EarlyRefusal::NotTaken);
         }
         let id = FlightId::of(first_message).ok_or(EarlyRefusal::NotTaken)?;

@@ -28,6 +28,11 @@ use std::time::Instant;
 use crate::congestion::{min_window, Controller, SavedPath};
 use crate::rtt::RttEstimator;
 
+/// How long a known rate's first flight may run before a round trip is
+/// measured: the window then is the rate over this span, and the pacer
+/// spreads it. The first sample (the handshake's) normally comes first.
+const FIRST_FLIGHT_SPAN: std::time::Duration = std::time::Duration::from_secs(1);
+
 mod bottleneck_rate;
 mod config;
 mod delivery_rate;
@@ -63,6 +68,9 @@ pub struct Tolerant {
     hinted: bool,
     /// Careful resume from a saved path ([`Controller::on_saved_path`]).
     resume: Resume,
+    /// Whether the window is a known rate's first flight, set before any
+    /// round trip was measured, which the first sample replaces.
+    window_before_rtt: bool,
     /// Bytes acknowledged towards the next additive increase.
     acked_towards_increase: u64,
     /// Losses of packets sent at or before this are not answered.
@@ -94,6 +102,7 @@ impl Tolerant {
             max_rate: None,
             hinted: false,
             resume: Resume::Off,
+            window_before_rtt: false,
             acked_towards_increase: 0,
             loss_epoch: None,
             standing: StandingQueue::default(),
@@ -129,6 +138,16 @@ impl Tolerant {
         let scaled = (self.window as f64 * factor) as u64;
         self.window = scaled.min(self.window).max(self.min_window());
         self.acked_towards_increase = 0;
+    }
+
+    /// Takes a rate known before any was measured (a hint, a saved path's
+    /// jump): start-up sends at it, a probe burst per round, from the first
+    /// packet.
+    fn take_known_rate(&mut self, bytes_per_second: u64) {
+        self.max_rate = Some(bytes_per_second);
+        self.startup.take_rate_hint(bytes_per_second);
+        self.startup.measured = true;
+        self.hinted = true;
     }
 
     /// The bandwidth-delay product from the measured rate, if any.
@@ -295,9 +314,14 @@ impl Controller for Tolerant {
         // for the bandwidth-delay product: the first flight fills the path.
         if self.in_startup && self.hinted {
             if let Some(bdp) = self.bdp(rtt) {
-                self.window = self.window.max(bdp);
+                self.window = if std::mem::take(&mut self.window_before_rtt) {
+                    bdp.max(self.initial_window_bytes())
+                } else {
+                    self.window.max(bdp)
+                };
             }
         }
+        self.window_before_rtt = false;
     }
 
     fn on_rate_hint(&mut self, now: Instant, bytes_per_second: u64) {
@@ -305,9 +329,13 @@ impl Controller for Tolerant {
         if bytes_per_second == 0 {
             return;
         }
-        self.max_rate = Some(bytes_per_second);
-        self.startup.take_rate_hint(bytes_per_second);
-        self.hinted = true;
+        self.take_known_rate(bytes_per_second);
+        // Before a round trip is measured the product is not known: the
+        // pacer holds the first flight to the rate, and the window lets it
+        // run for up to `FIRST_FLIGHT_SPAN` until the first sample sets it.
+        let span = u128::from(bytes_per_second) * FIRST_FLIGHT_SPAN.as_nanos() / 1_000_000_000;
+        self.window = self.window.max(u64::try_from(span).unwrap_or(u64::MAX));
+        self.window_before_rtt = true;
     }
 
     fn on_saved_path(&mut self, now: Instant, saved: SavedPath) {

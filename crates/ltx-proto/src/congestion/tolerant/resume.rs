@@ -1,15 +1,19 @@
 //! Careful resume: start-up from a path an earlier connection measured.
 //!
-//! The phases follow the IETF's careful-resume design: *reconnaissance*
-//! until the handshake gives a round trip; if it matches the saved one,
-//! an *unvalidated* jump to half the saved rate (start-up takes it as a
-//! measured rate, so the first flight is half the saved bandwidth-delay
-//! product, paced over a round trip); the jump's own acknowledgements
+//! The phases follow the IETF's careful-resume design, with one
+//! difference: the *unvalidated* jump to half the saved rate is taken at
+//! once (start-up takes it as a measured rate, so the first flight, early
+//! data included, is half the saved bandwidth-delay product, paced over a
+//! round trip), and *reconnaissance* runs beside it: if the handshake's
+//! round trip does not match the saved one, the controller retreats to
+//! its initial window at that first sample. The jump's own acknowledgements
 //! *validate* it (their train shows at least 80 % of the jump's rate) and
 //! it steps up to the saved rate, validated in its turn; or the controller
 //! *retreats* to the rate the path did show. A congestion exit
 //! from start-up while the jump is unvalidated retreats too. Where ltx
 //! differs from the draft, and why, is in `docs/design/start-up.md`.
+
+use std::time::Instant;
 
 use super::Tolerant;
 use crate::congestion::SavedPath;
@@ -27,7 +31,8 @@ const VALIDATED_SHARE: f64 = 0.8;
 pub(super) enum Resume {
     /// No saved path, or resume is over (validated, retreated, refused).
     Off,
-    /// A saved path, waiting for the handshake's round trip.
+    /// Jumped at once to half the saved path's rate, waiting for the
+    /// handshake's round trip to match it.
     Reconnaissance(SavedPath),
     /// Sending at `jump` bytes per second, not yet confirmed.
     Unvalidated {
@@ -35,18 +40,29 @@ pub(super) enum Resume {
         jump: u64,
         /// The saved rate, which a confirmed half-rate jump steps up to.
         saved: u64,
+        /// When the controller began sending at `jump`: only a train sent
+        /// since shows whether the path carries it.
+        since: Option<Instant>,
     },
 }
 
 impl Tolerant {
-    /// Takes a saved path, in start-up and without a rate hint.
+    /// Takes a saved path, in start-up and without a rate hint: the jump
+    /// to half its rate, half its bandwidth-delay product in flight, paced.
     pub(super) fn take_saved_path(&mut self, saved: SavedPath) {
-        if self.in_startup && !self.hinted && saved.rate > 0 && !saved.min_rtt.is_zero() {
-            self.resume = Resume::Reconnaissance(saved);
+        if !self.in_startup || self.hinted || saved.rate == 0 || saved.min_rtt.is_zero() {
+            return;
         }
+        let jump = (saved.rate / JUMP_FRACTION).max(1);
+        self.take_known_rate(jump);
+        let product = u128::from(jump) * saved.min_rtt.as_nanos() / 1_000_000_000;
+        self.window = self.window.max(u64::try_from(product).unwrap_or(u64::MAX));
+        self.resume = Resume::Reconnaissance(saved);
     }
 
-    /// The first RTT sample: jump if it matches the saved path.
+    /// The first RTT sample: the jump goes on, unvalidated, if it matches
+    /// the saved path; if not, the path changed and the controller
+    /// starts again from its initial window, measuring.
     pub(super) fn resume_on_rtt_sample(&mut self, rtt: &RttEstimator) {
         let Resume::Reconnaissance(saved) = self.resume else {
             return;
@@ -54,27 +70,35 @@ impl Tolerant {
         if !rtt.has_sample() {
             return;
         }
-        if !self.in_startup || !saved.matches(rtt.latest()) {
-            self.resume = Resume::Off;
+        if self.in_startup && saved.matches(rtt.latest()) {
+            self.resume = Resume::Unvalidated {
+                jump: (saved.rate / JUMP_FRACTION).max(1),
+                saved: saved.rate,
+                since: None,
+            };
             return;
         }
-        let jump = (saved.rate / JUMP_FRACTION).max(1);
-        self.max_rate = Some(jump);
-        self.startup.take_rate_hint(jump);
-        self.hinted = true;
-        self.resume = Resume::Unvalidated {
-            jump,
-            saved: saved.rate,
-        };
+        self.resume = Resume::Off;
+        if self.in_startup {
+            self.hinted = false;
+            self.max_rate = None;
+            self.startup.forget_rate(None);
+            self.startup.measured = false;
+            self.window = self.initial_window_bytes();
+        }
     }
 
     /// A start-up round ended that sent with data waiting: its train
     /// validates the jump or retreats from it.
-    pub(super) fn validate_resume(&mut self, rtt: &RttEstimator) {
-        let Resume::Unvalidated { jump, saved } = self.resume else {
+    pub(super) fn validate_resume(&mut self, now: Instant, rtt: &RttEstimator) {
+        let Resume::Unvalidated { jump, saved, since } = self.resume else {
             return;
         };
-        let Some(shown) = self.startup.measured_rate() else {
+        let shown = match since {
+            Some(since) => self.startup.measured_rate_since(since),
+            None => self.startup.measured_rate(),
+        };
+        let Some(shown) = shown else {
             return;
         };
         if shown as f64 >= jump as f64 * VALIDATED_SHARE {
@@ -82,7 +106,11 @@ impl Tolerant {
             // saved rate, confirmed in its turn; the rate is sent at from
             // here, with a probe burst per round whose pairs show more.
             let rate = if jump < saved {
-                self.resume = Resume::Unvalidated { jump: saved, saved };
+                self.resume = Resume::Unvalidated {
+                    jump: saved,
+                    saved,
+                    since: Some(now),
+                };
                 saved
             } else {
                 self.resume = Resume::Off;

@@ -86,6 +86,9 @@ pub(super) struct Startup {
     last_train_rate: Option<u64>,
     /// The rate of the last ACK train that had one, lost slots counted.
     last_train_slots: Option<u64>,
+    /// When the first packet of the train behind `last_train_slots` was
+    /// sent.
+    last_train_sent: Option<Instant>,
     /// Packet-pair dispersion: the ACK group being gathered (all ACKs at one
     /// instant) and the one before it.
     pairs: PairDispersion,
@@ -115,6 +118,7 @@ impl Startup {
             round_pair_rate: None,
             last_train_rate: None,
             last_train_slots: None,
+            last_train_sent: None,
             plateau: None,
             rounds_without_rate: 0,
             round_window_limited: false,
@@ -135,6 +139,19 @@ impl Startup {
             .as_ref()
             .and_then(Train::rate)
             .or(self.last_train_slots)
+    }
+
+    /// [`measured_rate`](Self::measured_rate), from a train whose packets
+    /// were all sent at or after `since`.
+    pub(super) fn measured_rate_since(&self, since: Instant) -> Option<u64> {
+        match &self.train {
+            Some(train) if train.rate().is_some() => {
+                (train.first_sent >= since).then(|| train.rate()).flatten()
+            }
+            _ => self
+                .last_train_slots
+                .filter(|_| self.last_train_sent.is_some_and(|sent| sent >= since)),
+        }
     }
 
     /// Forgets every rate measured or given for `rate`.
@@ -226,7 +243,7 @@ impl Tolerant {
                 .as_ref()
                 .is_some_and(|train| train.acks >= TRUSTED_TRAIN_ACKS)
         {
-            self.validate_resume(rtt);
+            self.validate_resume(now, rtt);
         }
         let slot = (self.startup.rtt_samples % QUEUE_SAMPLES as u64) as usize;
         self.startup.recent_rtts[slot] = rtt.latest();
@@ -301,6 +318,7 @@ impl Tolerant {
         }
         if let Some(rate) = train.rate() {
             self.startup.last_train_slots = Some(rate);
+            self.startup.last_train_sent = Some(train.first_sent);
             self.startup.settled_rate =
                 Some(self.startup.settled_rate.map_or(rate, |max| max.max(rate)));
             self.update_max_rate();
@@ -411,7 +429,7 @@ impl Tolerant {
             .map_or(0, |train| train.acks);
         self.close_train();
         if self.startup.round_window_limited {
-            self.validate_resume(rtt);
+            self.validate_resume(now, rtt);
         }
         // A round without pair samples (a fast path, whose ACKs come too
         // close together for four of them) measured the rate by its train
@@ -460,7 +478,7 @@ impl Tolerant {
     pub(super) fn exit_startup(&mut self, now: Instant, rtt: &RttEstimator) {
         // A congestion signal while the jump is unconfirmed: retreat,
         // unless the path has shown the jump's rate.
-        self.validate_resume(rtt);
+        self.validate_resume(now, rtt);
         if self.resume_unvalidated() {
             self.retreat(rtt);
         }
