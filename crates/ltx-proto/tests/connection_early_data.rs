@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ltx_proto::protection::{
-    EarlyDataRecord, SecurityConfig, StaticKeypair, UnixMillis, WallClock, EARLY_DATA_WINDOW,
+    EarlyDataRecord, SecurityConfig, StaticKeypair, UnixMillis, WallClock, EARLY_DATA_AHEAD,
+    EARLY_DATA_WINDOW,
 };
 use ltx_proto::{Connection, EcnCodepoint, ReadOutcome, StreamId, TransportConfig};
 use rand::rngs::SmallRng;
@@ -66,15 +67,18 @@ fn client(now: Instant, early_data: bool, clock_origin: Instant) -> Connection {
     skewed_client(now, early_data, clock_origin, 0)
 }
 
-/// A client whose wall clock is `skew_ms` ahead of the server's.
+/// A client whose wall clock is `skew_ms` ahead of the server's (behind, if negative).
 fn skewed_client(
     now: Instant,
     early_data: bool,
     clock_origin: Instant,
-    skew_ms: u64,
+    skew_ms: i64,
 ) -> Connection {
     let mut security = SecurityConfig::new(keypair(1));
-    security.clock = Some(WallClock::new(clock_origin, UnixMillis(EPOCH_MS + skew_ms)));
+    security.clock = Some(WallClock::new(
+        clock_origin,
+        UnixMillis(EPOCH_MS.saturating_add_signed(skew_ms)),
+    ));
     let mut config = TransportConfig::default();
     config.set_early_data(early_data);
     Connection::secure_client(config, security, keypair(2).public(), now, 1, [11; 32])
@@ -245,7 +249,7 @@ fn transfer(early_data: bool, data: &[u8], drop: Box<Wire>) -> Path {
 }
 
 /// [`transfer`] with the client's clock `skew_ms` ahead of the server's.
-fn transfer_skewed(early_data: bool, data: &[u8], drop: Box<Wire>, skew_ms: u64) -> Path {
+fn transfer_skewed(early_data: bool, data: &[u8], drop: Box<Wire>, skew_ms: i64) -> Path {
     let origin = Instant::now();
     let start = origin + EARLY_DATA_WINDOW + Duration::from_secs(1);
     let end = ServerEnd::new(origin, early_data);
@@ -468,18 +472,33 @@ fn a_client_without_a_clock_or_a_server_without_a_record_is_refused() {
 }
 
 #[test]
-fn a_client_clock_a_window_ahead_is_taken_and_one_millisecond_more_is_refused() {
+fn a_client_clock_the_allowance_ahead_is_taken_and_one_millisecond_more_is_refused() {
     // The server reads the stamp one one-way delay after the client wrote
-    // it: a skew of the window plus that delay puts the stamp exactly a
-    // window ahead of the server's clock.
-    let w = EARLY_DATA_WINDOW.as_millis() as u64 + ONE_WAY.as_millis() as u64;
+    // it: a skew of the allowance plus that delay puts the stamp exactly
+    // the allowance ahead of the server's clock.
+    let ahead = EARLY_DATA_AHEAD.as_millis() as u64 + ONE_WAY.as_millis() as u64;
     let data = message(3_000);
-    let inside = transfer_skewed(true, &data, Box::new(|_| false), w);
+    let inside = transfer_skewed(true, &data, Box::new(|_| false), ahead as i64);
     assert_eq!(inside.server.stats().early_refused, 0);
     assert!(inside.received == data);
-    let outside = transfer_skewed(true, &data, Box::new(|_| false), w + 1);
+    let outside = transfer_skewed(true, &data, Box::new(|_| false), ahead as i64 + 1);
     assert_eq!(outside.server.stats().early_refused, 1);
     assert_eq!(outside.client.stats().early_refused, 1);
+    assert!(
+        outside.received == data,
+        "refused early data arrived altered"
+    );
+}
+
+#[test]
+fn a_client_clock_the_window_behind_is_taken_and_one_millisecond_more_is_refused() {
+    let behind = EARLY_DATA_WINDOW.as_millis() as i64 - ONE_WAY.as_millis() as i64;
+    let data = message(3_000);
+    let inside = transfer_skewed(true, &data, Box::new(|_| false), -behind);
+    assert_eq!(inside.server.stats().early_refused, 0);
+    assert!(inside.received == data);
+    let outside = transfer_skewed(true, &data, Box::new(|_| false), -behind - 1);
+    assert_eq!(outside.server.stats().early_refused, 1);
     assert!(
         outside.received == data,
         "refused early data arrived altered"

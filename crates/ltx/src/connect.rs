@@ -48,7 +48,7 @@ impl Endpoint {
     /// streams opened and written on it before the handshake completes
     /// leave in the first flight and reach a server that accepts them one
     /// one-way delay after this call; data the server refuses (a replay,
-    /// or a server that started less than a window ago) is sent again
+    /// or a server that started less than a second ago) is sent again
     /// after the handshake. Without early data, opening a stream fails
     /// until the handshake completes. A handshake that fails closes the
     /// connection: its streams' reads and writes fail with the reason.

@@ -1,7 +1,7 @@
 //! Early data (0-RTT) over real UDP on loopback: a client that connects
 //! with `connect_early` writes on a stream before its handshake completes,
 //! and the server's application reads it, whether the server accepted the
-//! first flight or refused it (a server that started less than a window
+//! first flight or refused it (a server that started less than a second
 //! ago refuses every flight).
 //!
 //! Every test is bounded in time by a timeout far above what it needs; no

@@ -22,9 +22,14 @@ use super::KEY_LEN;
 /// drawn from the same handshake.
 const EARLY_DATA_LABEL: &[u8] = b"ltx early data";
 
-/// How far a first message's stamp may be from the server's clock, and
+/// How far a first message's stamp may be behind the server's clock, and
 /// how long a first flight is remembered, by default.
 pub const EARLY_DATA_WINDOW: Duration = Duration::from_secs(10);
+/// How far a first message's stamp may be ahead of the server's clock
+/// (a client's clock a little fast), and so how long a server refuses
+/// early data after it starts: short, so that a restarted server takes
+/// early data again within a second.
+pub const EARLY_DATA_AHEAD: Duration = Duration::from_secs(1);
 /// First flights an [`EarlyDataRecord`] remembers at most, by default.
 pub const EARLY_DATA_RECORD_CAPACITY: usize = 0x1_0000;
 /// Bytes of a client's first message that name its flight: its ephemeral
@@ -86,8 +91,8 @@ impl FlightId {
 /// on; the client sends the data again once it completes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum EarlyRefusal {
-    /// The client's stamp is more than the window away from the server's
-    /// clock.
+    /// The client's stamp is more than the window behind the server's
+    /// clock, or more than [`EARLY_DATA_AHEAD`] ahead of it.
     #[error("the client's clock is outside the window")]
     OutsideWindow,
     /// The flight was seen before: a replay.
@@ -96,9 +101,9 @@ pub enum EarlyRefusal {
     /// The record is full of flights still inside the window.
     #[error("the record of first flights is full")]
     Full,
-    /// The server started less than a window before the client's stamp
-    /// could have been recorded: flights it saw before a restart are not
-    /// in the record.
+    /// The client's stamp is less than [`EARLY_DATA_AHEAD`] after the
+    /// server started: flights it saw before a restart are not in the
+    /// record.
     #[error("the server started too recently")]
     Starting,
     /// The server does not take early data: it is off, or the client's
@@ -112,11 +117,12 @@ pub enum EarlyRefusal {
 /// new connection, so only a record wider than one connection can see it.
 /// Clones share one record.
 ///
-/// A flight's early data is accepted only if its stamp is within the
-/// window of the server's clock, its [`FlightId`] is not in the record,
-/// and the stamp is later than one window after the record was made:
-/// flights accepted before a restart (whose record is gone) carried stamps
-/// at most a window past the restart, so none of them is accepted again.
+/// A flight's early data is accepted only if its stamp is at most the
+/// window behind the server's clock and at most [`EARLY_DATA_AHEAD`]
+/// ahead of it, its [`FlightId`] is not in the record, and the stamp is
+/// later than [`EARLY_DATA_AHEAD`] after the record was made: flights
+/// accepted before a restart (whose record is gone) carried stamps at most
+/// that far past the restart, so none of them is accepted again.
 /// A flight is remembered until its stamp is a window behind the server's
 /// clock, when a replay of it is refused by the stamp alone. When the
 /// record holds `capacity` flights still inside the window, early data is
@@ -128,8 +134,10 @@ pub struct EarlyDataRecord(Arc<Mutex<Record>>);
 struct Record {
     clock: WallClock,
     window: u64,
+    /// How far ahead of the clock a stamp may be, milliseconds.
+    ahead: u64,
     capacity: usize,
-    /// The first stamp accepted: a window past the record's start.
+    /// The first stamp accepted: `ahead` past the record's start.
     first_stamp: u64,
     by_stamp: BTreeSet<(u64, FlightId)>,
     seen: HashSet<FlightId>,
@@ -142,14 +150,18 @@ impl EarlyDataRecord {
         EarlyDataRecord::with_limits(clock, EARLY_DATA_WINDOW, EARLY_DATA_RECORD_CAPACITY)
     }
 
-    /// An empty record with a `window` and a `capacity` of flights.
+    /// An empty record with a `window` and a `capacity` of flights; a
+    /// stamp may be ahead of the clock by [`EARLY_DATA_AHEAD`] or the
+    /// window, whichever is shorter.
     pub fn with_limits(clock: WallClock, window: Duration, capacity: usize) -> EarlyDataRecord {
         let window = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);
+        let ahead = (EARLY_DATA_AHEAD.as_millis() as u64).min(window);
         EarlyDataRecord(Arc::new(Mutex::new(Record {
             clock,
             window,
+            ahead,
             capacity,
-            first_stamp: clock.at(clock.instant).0.saturating_add(window),
+            first_stamp: clock.at(clock.instant).0.saturating_add(ahead),
             by_stamp: BTreeSet::new(),
             seen: HashSet::new(),
         })))
@@ -178,7 +190,7 @@ impl EarlyDataRecord {
 impl Record {
     fn admit(&mut self, now: Instant, id: FlightId, stamp: u64) -> Result<(), EarlyRefusal> {
         let clock = self.clock.at(now).0;
-        if clock.abs_diff(stamp) > self.window {
+        if stamp > clock.saturating_add(self.ahead) || clock.saturating_sub(stamp) > self.window {
             return Err(EarlyRefusal::OutsideWindow);
         }
         if stamp <= self.first_stamp {
@@ -245,10 +257,10 @@ mod tests {
     fn a_stamp_just_inside_the_window_passes_and_just_outside_fails() {
         let (record, t0) = record(16);
         let (now, ms) = settled(t0);
-        let w = WINDOW.as_millis() as u64;
-        assert_eq!(record.admit(now, flight(1), UnixMillis(ms + w)), Ok(()));
+        let ahead = EARLY_DATA_AHEAD.as_millis() as u64;
+        assert_eq!(record.admit(now, flight(1), UnixMillis(ms + ahead)), Ok(()));
         assert_eq!(
-            record.admit(now, flight(2), UnixMillis(ms + w + 1)),
+            record.admit(now, flight(2), UnixMillis(ms + ahead + 1)),
             Err(EarlyRefusal::OutsideWindow)
         );
         let later = now + WINDOW;
@@ -260,20 +272,30 @@ mod tests {
     }
 
     #[test]
-    fn a_fresh_record_refuses_stamps_within_a_window_of_its_start() {
-        let (record, t0) = record(16);
-        let w = WINDOW.as_millis() as u64;
+    fn a_fresh_record_refuses_stamps_within_the_allowance_ahead_of_its_start() {
+        let ahead = EARLY_DATA_AHEAD.as_millis() as u64;
+        let (restarted, t0) = record(16);
+        let now = t0 + Duration::from_millis(500);
+        // Stamped before the start: could have been taken by a server
+        // before a restart.
         assert_eq!(
-            record.admit(t0, flight(1), UnixMillis(START + 5)),
+            restarted.admit(now, flight(1), UnixMillis(START - 5)),
             Err(EarlyRefusal::Starting)
         );
-        let now = t0 + WINDOW;
         assert_eq!(
-            record.admit(now, flight(1), UnixMillis(START + w)),
+            restarted.admit(now, flight(1), UnixMillis(START + ahead)),
             Err(EarlyRefusal::Starting)
         );
         assert_eq!(
-            record.admit(now, flight(1), UnixMillis(START + w + 1)),
+            restarted.admit(now, flight(1), UnixMillis(START + ahead + 1)),
+            Ok(())
+        );
+        // A server a little over the allowance old takes a flight stamped
+        // by a client whose clock agrees with its own.
+        let (young, t0) = record(16);
+        let now = t0 + EARLY_DATA_AHEAD + Duration::from_millis(2);
+        assert_eq!(
+            young.admit(now, flight(2), UnixMillis(START + ahead + 2)),
             Ok(())
         );
     }

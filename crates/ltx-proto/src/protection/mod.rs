@@ -28,8 +28,8 @@ mod replay;
 
 pub use aead::{AeadAlgorithm, AeadProtection, PACKET_AEAD};
 pub use early::{
-    EarlyDataRecord, EarlyRefusal, FlightId, UnixMillis, WallClock, EARLY_DATA_RECORD_CAPACITY,
-    EARLY_DATA_WINDOW, FLIGHT_ID_LEN,
+    EarlyDataRecord, EarlyRefusal, FlightId, UnixMillis, WallClock, EARLY_DATA_AHEAD,
+    EARLY_DATA_RECORD_CAPACITY, EARLY_DATA_WINDOW, FLIGHT_ID_LEN,
 };
 pub use keys::{AllowList, KeyParseError, PresharedKey, PublicKey, StaticKeypair, KEY_LEN};
 pub use replay::REPLAY_WINDOW;
