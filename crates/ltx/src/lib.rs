@@ -36,9 +36,10 @@ pub use connection::{Connection, RecvStream, SendStream};
 pub use endpoint::{Endpoint, RefusedHandshake};
 pub use error::{ConnectError, ConnectionError, OpenStreamError};
 pub use ltx_proto::accept::AcceptStats;
+pub use ltx_proto::congestion::SavedPath;
 pub use ltx_proto::protection::{
     AllowList, EarlyDataRecord, HandshakeError, KeyParseError, PresharedKey, PublicKey,
-    SecurityConfig, StaticKeypair, UnixMillis, WallClock,
+    SecurityConfig, StaticKeypair, UnixMillis, WallClock, EARLY_DATA_AHEAD, EARLY_DATA_WINDOW,
 };
 pub use ltx_proto::{
     AcceptConfig, CloseReason, ConnectionStats, RetryPolicy, StreamId, TransportConfig,

@@ -54,6 +54,10 @@ pub struct EndpointTotals {
     pub packets_unauthentic: u64,
     /// Datagrams that authenticated but were replays.
     pub packets_replayed: u64,
+    /// First flights whose early data was refused: a server counts each
+    /// flight it refused (a replay, a stamp outside the window, a record
+    /// full or just started), a client each of its flights refused.
+    pub early_data_refused: u64,
     /// Packets declared lost.
     pub packets_lost: u64,
     /// Source symbols sent.
@@ -123,6 +127,7 @@ impl EndpointTotals {
         self.packets_received += stats.packets_received;
         self.packets_unauthentic += stats.packets_unauthentic;
         self.packets_replayed += stats.packets_replayed;
+        self.early_data_refused += stats.early_refused;
         self.packets_lost += stats.packets_lost;
         self.source_symbols_sent += stats.source_symbols_sent;
         self.repair_proactive += stats.repair_proactive;

@@ -8,10 +8,14 @@
 //! test asserts a duration.
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ltx::{EarlyDataRecord, Endpoint, EndpointConfig, Security, UnixMillis, WallClock};
+use ltx::{
+    EarlyDataRecord, Endpoint, EndpointConfig, Security, UnixMillis, WallClock, EARLY_DATA_AHEAD,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UdpSocket;
 use tokio::time::timeout;
 
 const BOUND: Duration = Duration::from_secs(60);
@@ -109,6 +113,102 @@ async fn a_server_that_just_started_refuses_early_data_and_it_still_arrives() {
         let (sent, refused) = echo_early(server(None), request).await;
         assert!(sent >= 1, "no early packet left");
         assert_eq!(refused, 1, "a fresh record accepted a flight");
+    })
+    .await
+    .expect("within the bound");
+}
+
+/// A relay between a client and `server` on loopback that forwards every
+/// datagram both ways and keeps a copy of each the client sent before the
+/// server's first answer came back: the client's first flight.
+async fn recording_relay(
+    server: SocketAddr,
+) -> (SocketAddr, Arc<UdpSocket>, Arc<Mutex<Vec<Vec<u8>>>>) {
+    let socket = Arc::new(UdpSocket::bind(loopback()).await.expect("bind relay"));
+    let address = socket.local_addr().expect("the relay's address");
+    let flight = Arc::new(Mutex::new(Vec::new()));
+    let (relay, recorded) = (socket.clone(), flight.clone());
+    tokio::spawn(async move {
+        let mut buf = vec![0; 65_536];
+        let mut client = None;
+        let mut answered = false;
+        while let Ok((n, from)) = relay.recv_from(&mut buf).await {
+            if from == server {
+                answered = true;
+                if let Some(client) = client {
+                    let _ = relay.send_to(&buf[..n], client).await;
+                }
+                continue;
+            }
+            client = Some(from);
+            if !answered {
+                recorded.lock().expect("the flight").push(buf[..n].to_vec());
+            }
+            let _ = relay.send_to(&buf[..n], server).await;
+        }
+    });
+    (address, socket, flight)
+}
+
+/// A first flight captured on the wire and sent again, from the same
+/// address and from another, opens no connection the application sees,
+/// delivers nothing a second time, and each replay is counted.
+#[tokio::test]
+async fn a_replayed_first_flight_delivers_nothing_twice_and_is_counted() {
+    timeout(BOUND, async {
+        let server = server(Some(Duration::from_secs(5)));
+        tokio::time::sleep(EARLY_DATA_AHEAD + Duration::from_millis(200)).await;
+        let (relay_address, relay, flight) = recording_relay(server.local_addr()).await;
+        let client = client();
+        let key = server.public_key().expect("a key");
+        let connection = client
+            .connect_early(relay_address, key)
+            .expect("a connection at once");
+        let (mut send, _recv) = connection.open_stream().expect("a stream");
+        let request = b"transfer 100 to account 7".to_vec();
+        send.write_all(&request).await.expect("write early");
+        send.shutdown().await.expect("finish early");
+        let accepted = server.accept().await.expect("the original connection");
+        let (_answer, mut recv) = accepted.accept_stream().await.expect("its stream");
+        let mut delivered = Vec::new();
+        recv.read_to_end(&mut delivered).await.expect("read");
+        assert!(delivered == request, "the original arrived altered");
+        assert_eq!(
+            connection.stats().early_refused,
+            0,
+            "the original was refused"
+        );
+        connection.close().await.expect("close");
+        accepted.closed().await;
+        drop((connection, accepted, send, recv, _answer));
+        let captured = flight.lock().expect("the flight").clone();
+        assert!(
+            captured.len() >= 2,
+            "the first flight had {} datagrams",
+            captured.len()
+        );
+        let refused_before = server.stats().totals.early_data_refused;
+        // Once the original connection is gone: while it drains, datagrams
+        // from its address with its identifiers are its own, and dropped.
+        while server.stats().connections > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+
+        // Sent again from the relay's address, then from another.
+        let other = UdpSocket::bind(loopback()).await.expect("bind another");
+        for replayer in [&*relay, &other] {
+            for datagram in &captured {
+                replayer
+                    .send_to(datagram, server.local_addr())
+                    .await
+                    .expect("replay");
+            }
+        }
+        // Neither replay becomes a connection the application is given.
+        let second = tokio::time::timeout(Duration::from_secs(2), server.accept()).await;
+        assert!(second.is_err(), "a replay was accepted as a connection");
+        let refused = server.stats().totals.early_data_refused - refused_before;
+        assert_eq!(refused, 2, "replays refused and counted: {refused}");
     })
     .await
     .expect("within the bound");

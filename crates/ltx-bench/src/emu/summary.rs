@@ -105,7 +105,8 @@ pub(crate) fn cell_summary(cell: &Cell, systems: &BTreeMap<&'static str, Vec<&Ru
         .map(|(&name, runs)| (name, Tally::of(runs)))
         .collect();
     let ltx = tallies.get("ltx").copied();
-    let best_peer = best(&tallies, |name| name != "ltx");
+    // ltx told the rate or resuming is ltx too, not a peer.
+    let best_peer = best(&tallies, |name| !name.starts_with("ltx"));
     let best_tcp = best(&tallies, |name| name == "tcp-cubic" || name == "tcp-bbr");
     let ltx_median = ltx.and_then(|t| t.median_s);
     let ratio = |peer: Option<(&str, f64)>| match (ltx_median, peer) {

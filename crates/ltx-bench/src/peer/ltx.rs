@@ -1,14 +1,24 @@
 //! ltx: the library directly (not `ltx send` / `ltx recv`, whose file
 //! handling, hashing and disk would be timed too), one bidirectional
 //! stream whose send half carries the payload, every setting at its default
-//! but for an optional rate hint. Encrypted, as every ltx connection on a
-//! network path is: the receiver's key pair is derived from the payload seed
-//! (see [`benchmark_keypair`]), so both ends know it without a key file.
+//! but for an optional rate hint, with early data on as `ltx send` has it
+//! (the stream's first bytes go in the first flight). Encrypted, as every
+//! ltx connection on a network path is: the receiver's key pair is derived
+//! from the payload seed (see [`benchmark_keypair`]), so both ends know it
+//! without a key file.
+//!
+//! A server refuses early data for its first second (see the security
+//! docs): the sender waits [`SERVER_AGE`] before its clock starts, as a
+//! deployed server has long been up. A resumed transfer is the second of
+//! two to the same receiver: the first, untimed, measures the path, and the
+//! second starts from what it saved (careful resume).
 
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use ltx::{Endpoint, EndpointConfig, Security, SecurityConfig, StaticKeypair};
+use ltx::{
+    Connection, Endpoint, EndpointConfig, SavedPath, Security, SecurityConfig, StaticKeypair,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::super::payload::{Pattern, Verifier};
@@ -17,6 +27,10 @@ use super::{PayloadArgs, Received};
 
 /// Bytes asked for in each read.
 const READ_SIZE: usize = 1 << 20;
+
+/// How long the sender waits after the receiver is up before its clock
+/// starts: longer than a server refuses early data after it starts.
+const SERVER_AGE: std::time::Duration = std::time::Duration::from_millis(1_200);
 
 /// The receiver's key pair for payload seed `seed`. Anyone who knows the
 /// seed knows the private key: for benchmarks only, where it lets the two
@@ -28,14 +42,36 @@ fn benchmark_keypair(seed: u64) -> StaticKeypair {
 }
 
 /// Takes one connection on `listen` and checks the stream it opens.
+/// With `resumed`, first takes the untimed transfer that measures the path.
 pub(super) async fn receive(
     listen: SocketAddr,
+    resumed: bool,
     args: &PayloadArgs,
     pattern: &Pattern,
 ) -> anyhow::Result<Received> {
     let mut config = EndpointConfig::server();
     config.security = Security::Noise(SecurityConfig::new(benchmark_keypair(args.seed)));
+    config.transport.set_early_data(true);
     let endpoint = Endpoint::bind(listen, config).with_context(|| format!("binding {listen}"))?;
+    if resumed {
+        let first = endpoint.accept().await.context("the endpoint closed")?;
+        let (_send, mut stream) = first.accept_stream().await?;
+        let mut verifier = Verifier::new(pattern);
+        let mut buffer = vec![0; READ_SIZE];
+        loop {
+            let n = stream.read(&mut buffer).await?;
+            if n == 0 {
+                break;
+            }
+            verifier.feed(&buffer[..n]);
+        }
+        verifier
+            .finish()
+            .check(args.size)
+            .context("the first, untimed transfer")?;
+        // Not waiting for its close, which a lost packet can hold up while
+        // the timed transfer is already under way.
+    }
     let connection = endpoint.accept().await.context("the endpoint closed")?;
     let (_send, mut stream) = connection.accept_stream().await?;
     let mut verifier = Verifier::new(pattern);
@@ -68,37 +104,26 @@ pub(super) async fn receive(
 }
 
 /// Sends the payload to `connect` and closes once the receiver has decoded
-/// all of it.
+/// all of it. With `resumed`, sends it once untimed first, and the timed
+/// transfer starts from the path that one saved.
 pub(super) async fn send(
     connect: SocketAddr,
     rate_hint: Option<u64>,
+    resumed: bool,
     args: &PayloadArgs,
     pattern: &Pattern,
 ) -> anyhow::Result<ClientReport> {
-    let mut config = EndpointConfig::client();
-    config
-        .transport
-        .set_rate_hint(rate_hint.map(|bps| (bps / 8).max(1)))
-        .context("the rate hint")?;
-    let local = if connect.is_ipv4() {
-        SocketAddr::from(([0, 0, 0, 0], 0))
+    tokio::time::sleep(SERVER_AGE).await;
+    let saved = if resumed {
+        let (connection, _) = transfer(connect, rate_hint, None, args, pattern).await?;
+        let saved = connection.path_to_save();
+        anyhow::ensure!(saved.is_some(), "the first transfer saved no path");
+        saved
     } else {
-        SocketAddr::from(([0u16; 8], 0))
+        None
     };
-    let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
     let start_ns = monotonic_ns()?;
-    let server_key = benchmark_keypair(args.seed).public();
-    let connection = endpoint
-        .connect(connect, server_key)
-        .await
-        .context("the handshake")?;
-    let (mut stream, _recv) = connection.open_stream()?;
-    for chunk in pattern.chunks(args.size) {
-        stream.write_all(&chunk).await?;
-    }
-    stream.shutdown().await?;
-    // A graceful close returns once the receiver has decoded everything.
-    connection.close().await?;
+    let (connection, _endpoint) = transfer(connect, rate_hint, saved, args, pattern).await?;
     Ok(ClientReport {
         system: args.system.name().to_owned(),
         bytes: args.size,
@@ -107,4 +132,40 @@ pub(super) async fn send(
         run_queue_s: run_queue_seconds(),
         wire_bytes: Some(connection.stats().bytes_sent),
     })
+}
+
+/// One connection that carries the payload and closes once the receiver
+/// has decoded it; the endpoint is returned to outlive the connection.
+async fn transfer(
+    connect: SocketAddr,
+    rate_hint: Option<u64>,
+    saved: Option<SavedPath>,
+    args: &PayloadArgs,
+    pattern: &Pattern,
+) -> anyhow::Result<(Connection, Endpoint)> {
+    let mut config = EndpointConfig::client();
+    config
+        .transport
+        .set_rate_hint(rate_hint.map(|bps| (bps / 8).max(1)))
+        .context("the rate hint")?;
+    config.transport.set_early_data(true);
+    config.transport.set_saved_path(saved);
+    let local = if connect.is_ipv4() {
+        SocketAddr::from(([0, 0, 0, 0], 0))
+    } else {
+        SocketAddr::from(([0u16; 8], 0))
+    };
+    let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
+    let server_key = benchmark_keypair(args.seed).public();
+    let connection = endpoint
+        .connect_early(connect, server_key)
+        .context("the handshake")?;
+    let (mut stream, _recv) = connection.open_stream()?;
+    for chunk in pattern.chunks(args.size) {
+        stream.write_all(&chunk).await?;
+    }
+    stream.shutdown().await?;
+    // A graceful close returns once the receiver has decoded everything.
+    connection.close().await?;
+    Ok((connection, endpoint))
 }

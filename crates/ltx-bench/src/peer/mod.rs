@@ -55,6 +55,12 @@ pub(crate) enum PeerCommand {
 pub(crate) enum RustSystem {
     /// ltx with its defaults.
     Ltx,
+    /// ltx told the path's rate (`--rate-hint`).
+    LtxHint,
+    /// ltx resuming a path an earlier connection measured: the sender
+    /// first moves the payload once to the same receiver, untimed, and
+    /// starts the timed transfer from the path that one saved.
+    LtxResumed,
     /// The kernel's TCP with Cubic.
     TcpCubic,
     /// The kernel's TCP with BBR.
@@ -70,6 +76,8 @@ impl RustSystem {
     pub(crate) fn name(self) -> &'static str {
         match self {
             RustSystem::Ltx => "ltx",
+            RustSystem::LtxHint => "ltx-hint",
+            RustSystem::LtxResumed => "ltx-resumed",
             RustSystem::TcpCubic => "tcp-cubic",
             RustSystem::TcpBbr => "tcp-bbr",
             RustSystem::QuicCubic => "quic-cubic",
@@ -180,7 +188,10 @@ async fn receive(args: &RecvArgs) -> anyhow::Result<Received> {
     let payload = &args.payload;
     let pattern = Pattern::new(payload.seed);
     match payload.system {
-        RustSystem::Ltx => ltx::receive(args.listen, payload, &pattern).await,
+        RustSystem::Ltx | RustSystem::LtxHint => {
+            ltx::receive(args.listen, false, payload, &pattern).await
+        }
+        RustSystem::LtxResumed => ltx::receive(args.listen, true, payload, &pattern).await,
         RustSystem::TcpCubic | RustSystem::TcpBbr => {
             tcp::receive(args.listen, payload, &pattern).await
         }
@@ -194,7 +205,10 @@ async fn send(args: &SendArgs) -> anyhow::Result<report::ClientReport> {
     let payload = &args.payload;
     let pattern = Pattern::new(payload.seed);
     match payload.system {
-        RustSystem::Ltx => ltx::send(args.connect, args.rate_hint, payload, &pattern).await,
+        RustSystem::Ltx | RustSystem::LtxHint => {
+            ltx::send(args.connect, args.rate_hint, false, payload, &pattern).await
+        }
+        RustSystem::LtxResumed => ltx::send(args.connect, None, true, payload, &pattern).await,
         RustSystem::TcpCubic | RustSystem::TcpBbr => {
             tcp::send(args.connect, payload, &pattern).await
         }

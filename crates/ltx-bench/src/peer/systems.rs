@@ -28,6 +28,11 @@ use std::time::Duration;
 pub(crate) enum System {
     /// ltx with its default settings.
     Ltx,
+    /// ltx told the link's rate (`--rate-hint`), as NORM at a fixed rate is.
+    LtxHint,
+    /// ltx resuming the path an earlier connection of the same run saved
+    /// (careful resume), the earlier transfer untimed.
+    LtxResumed,
     /// The kernel's TCP with Cubic.
     TcpCubic,
     /// The kernel's TCP with BBR.
@@ -46,8 +51,10 @@ pub(crate) enum System {
 
 impl System {
     /// Every system, in the order reports list them.
-    pub(crate) const ALL: [System; 8] = [
+    pub(crate) const ALL: [System; 10] = [
         System::Ltx,
+        System::LtxHint,
+        System::LtxResumed,
         System::TcpCubic,
         System::TcpBbr,
         System::Norm,
@@ -61,6 +68,8 @@ impl System {
     pub(crate) fn name(self) -> &'static str {
         match self {
             System::Ltx => "ltx",
+            System::LtxHint => "ltx-hint",
+            System::LtxResumed => "ltx-resumed",
             System::TcpCubic => "tcp-cubic",
             System::TcpBbr => "tcp-bbr",
             System::Norm => "norm",
@@ -130,7 +139,12 @@ pub(crate) struct Missing {
 pub(crate) fn prepare(system: System, tools: &Toolbox) -> Result<Prepared, Missing> {
     let missing = |reason: String| Missing { system, reason };
     let program = match system {
-        System::Ltx | System::TcpCubic | System::QuicCubic | System::QuicBbr => tools.bench.clone(),
+        System::Ltx
+        | System::LtxHint
+        | System::LtxResumed
+        | System::TcpCubic
+        | System::QuicCubic
+        | System::QuicBbr => tools.bench.clone(),
         System::TcpBbr => {
             ensure_tcp_bbr().map_err(missing)?;
             tools.bench.clone()
@@ -315,7 +329,13 @@ pub(crate) fn commands(prepared: &Prepared, transfer: &Transfer) -> (CommandLine
         args
     };
     let (mut recv, mut send) = match system {
-        System::Ltx | System::TcpCubic | System::TcpBbr | System::QuicCubic | System::QuicBbr => {
+        System::Ltx
+        | System::LtxHint
+        | System::LtxResumed
+        | System::TcpCubic
+        | System::TcpBbr
+        | System::QuicCubic
+        | System::QuicBbr => {
             let mut recv = vec!["peer".to_owned()];
             let mut send = recv.clone();
             recv.extend(common("recv", "--listen"));
@@ -323,6 +343,9 @@ pub(crate) fn commands(prepared: &Prepared, transfer: &Transfer) -> (CommandLine
             let tail = ["--system".to_owned(), system.name().to_owned()];
             recv.extend(tail.clone());
             send.extend(tail);
+            if system == System::LtxHint {
+                send.extend(["--rate-hint".to_owned(), transfer.rate_bps.to_string()]);
+            }
             if matches!(
                 system,
                 System::TcpCubic | System::TcpBbr | System::QuicCubic | System::QuicBbr
