@@ -39,7 +39,8 @@ pub const TUNNEL_STREAMS_PER_CONNECTION: u64 = 16_384;
 
 /// The transport of a tunnel's connections, on either side: the defaults
 /// of [`TransportConfig`] with the idle time-out, keep-alive, silence
-/// probe, windows and stream count above.
+/// probe, windows and stream count above, and early data on (a client that
+/// connects again sends the first forwarded bytes in its first flight).
 pub fn tunnel_transport() -> TransportConfig {
     let mut transport = TransportConfig::default();
     transport
@@ -50,6 +51,7 @@ pub fn tunnel_transport() -> TransportConfig {
         .set_silence_probe(Some(TUNNEL_SILENCE_PROBE))
         .set_stream_receive_window(TUNNEL_STREAM_WINDOW)
         .set_receive_window(TUNNEL_RECEIVE_WINDOW)
-        .set_max_streams(TUNNEL_STREAMS_PER_CONNECTION);
+        .set_max_streams(TUNNEL_STREAMS_PER_CONNECTION)
+        .set_early_data(true);
     transport
 }

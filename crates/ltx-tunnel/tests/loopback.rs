@@ -143,3 +143,44 @@ async fn an_open_waits_for_the_server_and_says_why_it_failed() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_client_that_connects_again_sends_the_first_forwarded_bytes_as_early_data() {
+    // The destination echoes what it reads.
+    let target = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let to = target.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut tcp, _) = target.accept().await.unwrap();
+        let (mut from, mut into) = tcp.split();
+        tokio::io::copy(&mut from, &mut into).await.unwrap();
+    });
+    let client = std::sync::Arc::new(tunnel(&[format!("{to}")]).await);
+    // A server refuses early data for its first second.
+    tokio::time::sleep(ltx::EARLY_DATA_AHEAD + Duration::from_millis(200)).await;
+    let (generation, first) = client.current();
+    assert_eq!(generation, 0);
+    first.close().await.unwrap();
+
+    let (mut app, task) = forwarded(&client, to).await;
+    app.write_all(b"ping over a new connection").await.unwrap();
+    app.shutdown().await.unwrap();
+    let mut echoed = Vec::new();
+    tokio::time::timeout(BOUND, app.read_to_end(&mut echoed))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(echoed, b"ping over a new connection");
+    let (generation, second) = client.current();
+    assert_eq!(generation, 1, "the tunnel did not connect again");
+    let stats = second.stats();
+    assert!(
+        stats.early_packets_sent > 0,
+        "the new connection sent no early data"
+    );
+    assert_eq!(stats.early_refused, 0, "the server refused the early data");
+    tokio::time::timeout(BOUND, task)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}
