@@ -134,10 +134,26 @@ impl Tolerant {
 
     /// Safe retreat: the saved rate is forgotten for what the path showed
     /// (its last ACK train), and the window is that rate's product, or
-    /// the initial window when nothing was shown.
+    /// the initial window when nothing was shown. Where the path shows a
+    /// queue, the jump met congestion, and start-up sends at the rate shown.
+    /// Where it does not, the train fell short by loss (a path that loses
+    /// in bursts shows less than it carries): start-up goes on growing the
+    /// window as on a first contact, up to the saved product, so that a
+    /// resume does not end below what a first contact would find.
     pub(super) fn retreat(&mut self, rtt: &RttEstimator) {
+        let saved = match self.resume {
+            Resume::Unvalidated { saved, .. } => Some(saved),
+            Resume::Reconnaissance(saved) => Some(saved.rate),
+            Resume::Off => None,
+        };
         self.resume = Resume::Off;
         self.hinted = false;
+        let queue = rtt.min().mul_f64(self.config.delay_exit_ratio)
+            + rtt.queue_margin(self.config.delay_exit_extra);
+        if rtt.latest() < queue {
+            self.startup.measured = false;
+            self.startup.growth_limit = saved;
+        }
         let shown = self.startup.measured_rate();
         self.startup.forget_rate(shown);
         self.max_rate = shown;

@@ -104,6 +104,10 @@ pub(super) struct Startup {
     /// (a jitter of the round's RTT samples within [`STEADY_JITTER`] of
     /// RTTmin); otherwise start-up grows the window until a queue shows.
     pub(super) measured: bool,
+    /// A rate, bytes per second, whose product the window does not grow
+    /// past while no rate is measured: after a careful-resume retreat
+    /// without a queue, the saved rate.
+    pub(super) growth_limit: Option<u64>,
 }
 
 impl Startup {
@@ -127,6 +131,7 @@ impl Startup {
             jitter: RoundJitter::default(),
             first_flight_rate: None,
             measured: false,
+            growth_limit: None,
         }
     }
 }
@@ -282,7 +287,12 @@ impl Tolerant {
     /// The most the window grows to in start-up once a rate is measured:
     /// the measured bandwidth-delay product and room for the probe burst.
     pub(super) fn startup_cap(&self, rtt: &RttEstimator) -> Option<u64> {
-        if self.config.probe_burst == 0 || !self.startup.measured {
+        if !self.startup.measured {
+            let limit = self.startup.growth_limit?;
+            let product = u128::from(limit) * rtt.min().as_nanos() / 1_000_000_000;
+            return Some(u64::try_from(product).unwrap_or(u64::MAX));
+        }
+        if self.config.probe_burst == 0 {
             return None;
         }
         let bdp = self.bdp(rtt)?;
