@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Instant;
 
-use ltx_link::{Datagram, Link, LinkConfig, LinkConfigError, LinkStats};
+use ltx_link::{Admission, Datagram, DropCause, Link, LinkConfig, LinkConfigError, LinkStats};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use thiserror::Error;
@@ -132,6 +132,8 @@ pub struct Network<N> {
     rng: SmallRng,
     nodes: Vec<Slot<N>>,
     links: Vec<Link<Packet>>,
+    /// Per link, when its queue dropped a packet (full, or by its AQM).
+    queue_drops: Vec<Vec<Instant>>,
     routes: Vec<Route>,
     /// Datagrams on routes without links: delivered at the next step, at the
     /// same instant, so that two nodes bouncing datagrams over such a route
@@ -163,6 +165,7 @@ impl<N: Node> Network<N> {
             rng: SmallRng::seed_from_u64(seed),
             nodes: Vec::new(),
             links: Vec::new(),
+            queue_drops: Vec::new(),
             routes: Vec::new(),
             direct: VecDeque::new(),
         }
@@ -207,6 +210,7 @@ impl<N: Node> Network<N> {
     pub fn add_link(&mut self, config: LinkConfig) -> Result<LinkId, LinkConfigError> {
         let seed = self.rng.random();
         self.links.push(Link::new(config, self.epoch, seed)?);
+        self.queue_drops.push(Vec::new());
         Ok(LinkId(self.links.len() - 1))
     }
 
@@ -298,6 +302,17 @@ impl<N: Node> Network<N> {
         self.links[id.0].stats()
     }
 
+    /// When link `id`'s queue dropped a packet, full or by its AQM, oldest
+    /// first: when an overflow began and how long it lasted, which the
+    /// counters of [`link_stats`](Network::link_stats) do not say. Copies
+    /// the link made itself (its duplication) are counted there only.
+    ///
+    /// # Panics
+    /// If `id` comes from another network with more links.
+    pub fn queue_drops(&self, id: LinkId) -> &[Instant] {
+        &self.queue_drops[id.0]
+    }
+
     /// The ids of all links, in index order.
     pub fn link_ids(&self) -> impl Iterator<Item = LinkId> + use<N> {
         (0..self.links.len()).map(LinkId)
@@ -382,10 +397,7 @@ impl<N: Node> Network<N> {
         let route = &self.routes[packet.route];
         packet.hop += 1;
         match route.links.get(packet.hop) {
-            Some(&link) => {
-                // Drops are counted by the link itself.
-                let _ = self.links[link.0].enqueue(self.now, packet);
-            }
+            Some(&link) => self.offer(link, packet),
             None => {
                 let to = route.to;
                 self.deliver(to, packet.datagram);
@@ -434,9 +446,19 @@ impl<N: Node> Network<N> {
                     route: route_index,
                     hop: 0,
                 };
-                let _ = self.links[link.0].enqueue(self.now, packet);
+                self.offer(link, packet);
             }
             None => self.direct.push_back((route.to, datagram)),
+        }
+    }
+
+    /// Offers a packet to `link` now. The link counts its drops; the times
+    /// of its queue's drops are kept here.
+    fn offer(&mut self, link: LinkId, packet: Packet) {
+        if let Admission::Dropped(DropCause::QueueFull | DropCause::Aqm) =
+            self.links[link.0].enqueue(self.now, packet)
+        {
+            self.queue_drops[link.0].push(self.now);
         }
     }
 }

@@ -162,6 +162,9 @@ pub struct ScenarioResult {
     pub queue_delay_p95_ms: f64,
     /// Packets the bottleneck queue dropped / packets offered to it.
     pub queue_loss: f64,
+    /// When the bottleneck's queue dropped a packet (full, or by its AQM),
+    /// seconds from the start, oldest first.
+    pub queue_drops_s: Vec<f64>,
     /// Loss the forward bottleneck applied / packets offered.
     pub random_loss: f64,
     /// Whether every flow delivered exactly the bytes sent.
@@ -407,7 +410,8 @@ impl Scenario {
             .iter()
             .flat_map(|f| f.delays_ms.iter().copied())
             .collect();
-        let bottleneck = network.link_stats(network.link_ids().next().expect("a bottleneck link"));
+        let bottleneck_id = network.link_ids().next().expect("a bottleneck link");
+        let bottleneck = network.link_stats(bottleneck_id);
         let sent_bytes: u64 = ids
             .iter()
             .map(|&(s, _)| network.node(s).connection().stats().bytes_sent)
@@ -441,6 +445,11 @@ impl Scenario {
             delay_p99_ms: percentile(&mut delays, 0.99).unwrap_or(0.0),
             queue_delay_p95_ms: bottleneck.queue_delay.quantile(0.95).as_secs_f64() * 1000.0,
             queue_loss: (bottleneck.dropped_queue + bottleneck.dropped_aqm) as f64 / offered,
+            queue_drops_s: network
+                .queue_drops(bottleneck_id)
+                .iter()
+                .map(|at| at.duration_since(epoch).as_secs_f64())
+                .collect(),
             random_loss: bottleneck.dropped_random as f64 / offered,
             verified: flows.iter().all(|f| f.verified),
             jain: (flows.len() > 1)

@@ -19,6 +19,7 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use ltx_presets::Profile;
+use ltx_proto::congestion::SavedPath;
 use ltx_sim::scenario::{Scenario, ScenarioResult};
 
 /// One row of a snapshot: a scenario and what it measured.
@@ -87,6 +88,28 @@ fn ltx_on_the_seed_paths() {
             path(50, 600, 0.2, 10.0, 10_000_000),
         ),
         ("600 ms, 50 %", path(50, 600, 0.5, 1.0, 10_000_000)),
+    ];
+    let table: Vec<String> = cases.iter().map(|(name, s)| row(name, s)).collect();
+    insta::assert_snapshot!(table.join("\n"));
+}
+
+#[test]
+fn careful_resume_on_the_long_delay_path() {
+    // 4 MB over 50 Mbit/s and 600 ms, clean and at 20 % independent loss:
+    // a first contact, and a connection resumed from the path as an
+    // earlier one saved it (its rate and round trip).
+    let resumed = |mut scenario: Scenario| {
+        scenario.transport.set_saved_path(Some(SavedPath {
+            rate: scenario.rate_bps / 8,
+            min_rtt: scenario.rtt,
+        }));
+        scenario
+    };
+    let cases = [
+        ("first contact, 0 %", path(50, 600, 0.0, 1.0, 4_000_000)),
+        ("resumed, 0 %", resumed(path(50, 600, 0.0, 1.0, 4_000_000))),
+        ("first contact, 20 %", path(50, 600, 0.2, 1.0, 4_000_000)),
+        ("resumed, 20 %", resumed(path(50, 600, 0.2, 1.0, 4_000_000))),
     ];
     let table: Vec<String> = cases.iter().map(|(name, s)| row(name, s)).collect();
     insta::assert_snapshot!(table.join("\n"));

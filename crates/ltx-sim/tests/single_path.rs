@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Receiver, Sender, Toy};
-use ltx_sim::{Jitter, LinkConfig, LossModel, Network, Rate, StopReason};
+use ltx_sim::{Jitter, LinkConfig, LossModel, Network, QueueLimit, Rate, StopReason};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -76,6 +76,35 @@ fn a_burst_arrives_spaced_by_the_serialization_time() {
         assert_eq!(seq, k as u64);
         assert_eq!(at - epoch, 300 * MS + (k as u32 + 1) * MS, "seq {seq}");
     }
+}
+
+#[test]
+fn the_network_times_each_drop_of_a_full_queue() {
+    // A burst of 10 datagrams 50 ms after the start, into a queue of 4
+    // that sends one per millisecond: 4 are queued and the other 6 are
+    // lost at the instant they arrive. Nothing is lost on the way back.
+    let epoch = Instant::now();
+    let seed = 4;
+    let burst_at = epoch + 50 * MS;
+    let forward = LinkConfig {
+        queue: QueueLimit::Packets(4),
+        ..path(10 * MS, Some(Rate(10_000_000)))
+    };
+    let (mut net, _, b) = Network::single_path(
+        epoch,
+        seed,
+        forward,
+        path(10 * MS, None),
+        Sender::toy(burst_at, 10, 1250, Duration::ZERO),
+        Receiver::toy(true),
+    )
+    .unwrap();
+    run_to_idle(&mut net);
+    let links: Vec<_> = net.link_ids().collect();
+    assert_eq!(net.queue_drops(links[0]), &[burst_at; 6], "seed {seed}");
+    assert_eq!(net.link_stats(links[0]).dropped_queue, 6, "seed {seed}");
+    assert!(net.queue_drops(links[1]).is_empty(), "seed {seed}");
+    assert_eq!(net.node(b).receiver().arrivals.len(), 4, "seed {seed}");
 }
 
 #[test]
