@@ -31,7 +31,7 @@ use ltx_coding::SymbolId;
 
 use super::sent::Carried;
 use super::streams::Violation;
-use super::{symbol_size, Connection, State, Timer, Transmit};
+use super::{symbol_size, Connection, State, Transmit};
 use crate::accept::packet::MAX_COOKIE_LEN;
 use crate::config::TransportConfig;
 use crate::event::{codes, PacketKind};
@@ -164,19 +164,7 @@ impl Connection {
         if encoder.held() >= limit {
             return None;
         }
-        let size = u64::from(self.config.max_datagram);
-        let window = self.recovery.controller.window();
-        if self.recovery.sent.bytes_in_flight + size > window {
-            return None;
-        }
-        let rate = self.recovery.pacing_rate();
-        let bucket = self
-            .recovery
-            .controller
-            .pacing_burst(&self.recovery.rtt)
-            .map_or(window, |burst| burst.min(window));
-        if let Some(at) = self.recovery.pacer.delay(now, size, rate, bucket) {
-            self.set_timer(Timer::Pacing, at);
+        if !self.window_and_pacer_allow(now) {
             return None;
         }
         let number = self.recovery.next_number;

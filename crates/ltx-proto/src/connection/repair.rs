@@ -217,22 +217,8 @@ impl Connection {
                 .may_send_source(encoder.next_id(), self.sender.peer.decoded_through);
         let data = window_open && self.streams.has_pending();
         let probe = self.repair.pending(held, data)?;
-        if !probe {
-            let size = usize::from(self.config.max_datagram) as u64;
-            let window = self.recovery.controller.window();
-            if self.recovery.sent.bytes_in_flight + size > window {
-                return None;
-            }
-            let rate = self.recovery.pacing_rate();
-            let bucket = self
-                .recovery
-                .controller
-                .pacing_burst(&self.recovery.rtt)
-                .map_or(window, |burst| burst.min(window));
-            if let Some(at) = self.recovery.pacer.delay(now, size, rate, bucket) {
-                self.set_timer(Timer::Pacing, at);
-                return None;
-            }
+        if !probe && !self.window_and_pacer_allow(now) {
+            return None;
         }
         let reason = match self.repair.next(probe, held, data)? {
             Next::Source => return self.build_source(now, PacketType::Data),
@@ -245,6 +231,28 @@ impl Connection {
             RepairReason::Tail => self.stats.repair_tail += 1,
         }
         self.build_repair(now, reason)
+    }
+
+    /// Whether the congestion window has room for a full datagram and the
+    /// pacer lets it go now; if only the pacer holds it, the pacing timer
+    /// is set for when it will.
+    pub(super) fn window_and_pacer_allow(&mut self, now: Instant) -> bool {
+        let size = u64::from(self.config.max_datagram);
+        let window = self.recovery.controller.window();
+        if self.recovery.sent.bytes_in_flight + size > window {
+            return false;
+        }
+        let rate = self.recovery.pacing_rate();
+        let bucket = self
+            .recovery
+            .controller
+            .pacing_burst(&self.recovery.rtt)
+            .map_or(window, |burst| burst.min(window));
+        if let Some(at) = self.recovery.pacer.delay(now, size, rate, bucket) {
+            self.set_timer(Timer::Pacing, at);
+            return false;
+        }
+        true
     }
 
     /// The sender ran out of new data: protect the symbols whose fate is
