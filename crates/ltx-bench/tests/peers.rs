@@ -17,8 +17,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-const SYSTEMS: [&str; 8] = [
+const SYSTEMS: [&str; 10] = [
     "ltx",
+    "ltx-hint",
+    "ltx-resumed",
     "tcp-cubic",
     "tcp-bbr",
     "norm",

@@ -117,7 +117,12 @@ pub(super) async fn send(
     let saved = if resumed {
         let (connection, _) = transfer(connect, rate_hint, None, args, pattern).await?;
         let saved = connection.path_to_save();
-        anyhow::ensure!(saved.is_some(), "the first transfer saved no path");
+        if saved.is_none() {
+            // A transfer too short for start-up to measure a rate (a small
+            // payload over loopback) saves nothing: the timed one is then a
+            // first contact, and says so.
+            eprintln!("ltx-resumed: the first transfer measured no rate; the second starts without a saved path");
+        }
         saved
     } else {
         None
