@@ -109,7 +109,14 @@ async fn a_scrape_during_and_after_a_transfer_counts_what_moved() {
 
         halfway_rx.await.expect("halfway");
         tokio::time::sleep(SAMPLE_EVERY + Duration::from_millis(200)).await;
-        let during = scrape(metrics.local_addr()).await;
+        // The sampler runs once a second: on a loaded machine its tick may
+        // come late, so scrape until it has observed the connection (the
+        // test's time-out bounds the wait).
+        let mut during = scrape(metrics.local_addr()).await;
+        while during["ltx_connection_rtt_seconds_count"] < 1.0 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            during = scrape(metrics.local_addr()).await;
+        }
         go_on_tx.send(()).expect("the receiver waits");
         sender.await.expect("the sender");
         assert_eq!(receiver.await.expect("the receiver"), 1_000_000);
