@@ -28,6 +28,10 @@ fn keypair(n: u8) -> StaticKeypair {
     StaticKeypair::from_entropy([n; 32])
 }
 
+fn is_initial(datagram: &[u8]) -> bool {
+    datagram.first().is_some_and(|b| (b >> 4) & 0x3 == 0x0)
+}
+
 fn is_early(datagram: &[u8]) -> bool {
     datagram.first().is_some_and(|b| (b >> 4) & 0x3 == 0x3) && datagram.len() > 72
 }
@@ -507,20 +511,34 @@ fn a_client_clock_the_window_behind_is_taken_and_one_millisecond_more_is_refused
 
 #[test]
 fn early_packets_that_arrive_before_the_initial_are_dropped_and_their_data_still_arrives() {
-    // The first Initial flight is lost whole: its early packets reach a
-    // server that has no key for them yet.
+    // The first Initial flight is lost whole (its three copies and the one
+    // among its early packets): its early packets reach a server that has
+    // no key for them yet.
     let data = message(20_000);
     let mut initials = 0;
     let path = transfer(
         true,
         &data,
         Box::new(move |d| {
-            if d[0] >> 4 & 0x3 == 0x0 {
+            if is_initial(d) {
                 initials += 1;
-                return initials <= 3;
+                return initials <= 4;
             }
             false
         }),
+    );
+    let flight = path
+        .client_sent
+        .iter()
+        .rposition(|d| is_early(d))
+        .expect("early packets were sent");
+    let copies = path.client_sent[..flight]
+        .iter()
+        .filter(|d| is_initial(d))
+        .count();
+    assert_eq!(
+        copies, 4,
+        "the first flight should hold four copies of the Initial"
     );
     let early = path.client.stats().early_packets_sent;
     assert!(early >= 2);
@@ -529,6 +547,35 @@ fn early_packets_that_arrive_before_the_initial_are_dropped_and_their_data_still
     // The server took the flight when its Initial came, but the packets
     // that carried its data were gone by then: repair brings the data.
     assert!(path.received == data, "the stream arrived altered or short");
+}
+
+#[test]
+fn a_burst_that_takes_the_initial_copies_and_the_early_packets_behind_them_costs_no_time_out() {
+    // A run of loss takes the three back-to-back copies and the eight
+    // early packets after them; the copy that follows those lets the rest
+    // of the flight in, and the lost packets are repaired once the answer
+    // comes back, a round trip after the start, not after a probe time-out.
+    let data = message(30_000);
+    let mut sent = 0;
+    let path = transfer(
+        true,
+        &data,
+        Box::new(move |_| {
+            sent += 1;
+            sent <= 11
+        }),
+    );
+    assert!(path.received == data, "the stream arrived altered or short");
+    assert_eq!(path.server.stats().early_refused, 0);
+    assert!(
+        path.client_sent.iter().filter(|d| is_initial(d)).count() <= 5,
+        "the client sent its Initial again: it timed out"
+    );
+    let first = delay_of_first_byte(&path);
+    assert!(
+        first <= ONE_WAY * 3 + Duration::from_millis(50),
+        "the first byte came {first:?} after the start"
+    );
 }
 
 #[test]

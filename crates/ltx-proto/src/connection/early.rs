@@ -174,6 +174,11 @@ impl Connection {
         Some(transmit)
     }
 
+    /// Early packets this client has sent.
+    pub(super) fn early_packets_sent(&self) -> usize {
+        self.early.sent.len()
+    }
+
     /// Seals an early packet with the early key.
     pub(super) fn seal_early(&mut self, number: u64, header_len: usize, packet: &mut Vec<u8>) {
         if let Some(protection) = self.early.protection.as_mut() {

@@ -25,6 +25,14 @@ pub(super) const INITIAL_COPIES: u8 = 3;
 /// Each flight after an unanswered one carries [`INITIAL_COPIES`] more, up
 /// to this many times as many.
 const MAX_INITIAL_FLIGHT_GROWTH: u8 = 4;
+/// After how many early packets of the first flight each further copy of
+/// the Initial goes. Loss in bursts takes back-to-back copies together,
+/// and early packets that reach the server before any copy are dropped;
+/// a copy among them, a burst's length or more after the others, lets the
+/// rest of the flight through. The gaps double, so that a short first
+/// flight carries one or two and a long one (a resumed or hinted rate)
+/// three.
+const INTERLEAVED_AFTER: [usize; 3] = [8, 24, 56];
 
 /// Copies of the client's Initial flight after `timeouts` probe time-outs
 /// without an answer. Loss that comes in bursts takes back-to-back copies
@@ -46,8 +54,12 @@ pub(super) struct Handshake {
     /// in several copies: on a lossy path one lost Initial would cost a
     /// time-out).
     pub(super) to_send: u8,
-    /// Initial packets the client has sent.
+    /// Initial packets the client has sent, not counting those
+    /// interleaved with its early data.
     pub(super) attempts: u32,
+    /// Copies of the first Initial interleaved with the first flight's
+    /// early packets so far (see [`INTERLEAVED_AFTER`]).
+    pub(super) interleaved: u8,
     /// When the client's first Initial left, for the first RTT sample.
     pub(super) sent: Option<Instant>,
     /// The copies of the client's first Initial flight, whose answers'
@@ -81,7 +93,34 @@ impl Connection {
         }
     }
 
+    /// Whether a copy of the first Initial is due among the first flight's
+    /// early packets: `early_sent` of them have left, no probe time-out
+    /// or retry has started a new flight, and no answer has come.
+    pub(super) fn interleaved_copy_due(&self, early_sent: usize) -> bool {
+        self.side == Side::Client
+            && self.state == State::Handshaking
+            && self.recovery.pto_count == 0
+            && self.handshake.retry_cookie.is_none()
+            && INTERLEAVED_AFTER
+                .get(usize::from(self.handshake.interleaved))
+                .is_some_and(|&after| early_sent >= after)
+    }
+
+    /// A copy of the first Initial among the first flight's early packets.
+    /// It does not void the handshake's RTT sample, taken from the first
+    /// copy: if only such a copy arrived, the sample is long by the time
+    /// the early packets before it took to leave (a few milliseconds at
+    /// most, paced at the path's rate).
+    pub(super) fn build_interleaved_copy(&mut self, now: Instant) -> Transmit {
+        self.handshake.interleaved += 1;
+        self.build_handshake_packet(now, true)
+    }
+
     pub(super) fn build_handshake(&mut self, now: Instant) -> Transmit {
+        self.build_handshake_packet(now, false)
+    }
+
+    fn build_handshake_packet(&mut self, now: Instant, interleaved: bool) -> Transmit {
         let packet_type = match self.side {
             Side::Client => PacketType::Initial,
             Side::Server => PacketType::Handshake,
@@ -114,15 +153,18 @@ impl Connection {
                 .map_or(0, InitialDatagram::cookie_overhead);
             let target = MIN_INITIAL.saturating_sub(tag_len + cookie);
             buf.resize(buf.len().max(target), 0);
-            self.handshake.attempts += 1;
-            // The copies of the first flight leave together: an answer to
-            // either is an RTT sample. After a retransmission it is ambiguous.
-            if self.handshake.attempts == 1 {
-                self.handshake.sent = Some(now);
-            } else if self.handshake.attempts > u32::from(INITIAL_COPIES) {
-                self.handshake.sent = None;
+            if !interleaved {
+                self.handshake.attempts += 1;
+                // The copies of the first flight leave together: an answer
+                // to either is an RTT sample. After a retransmission it is
+                // ambiguous.
+                if self.handshake.attempts == 1 {
+                    self.handshake.sent = Some(now);
+                } else if self.handshake.attempts > u32::from(INITIAL_COPIES) {
+                    self.handshake.sent = None;
+                }
+                self.set_timer(Timer::Probe, now + self.pto());
             }
-            self.set_timer(Timer::Probe, now + self.pto());
         }
         let mut transmit =
             self.finish_packet(now, buf, number, header_len, PacketKind::Handshake, None);
@@ -132,7 +174,9 @@ impl Connection {
             self.stats.bytes_sent += overhead;
         }
         if self.side == Side::Client {
-            self.on_copy_sent(now, number, transmit.contents.len() as u64);
+            if !interleaved {
+                self.on_copy_sent(now, number, transmit.contents.len() as u64);
+            }
         } else if self.handshake.answer.is_none() && !self.recovery.rtt.has_sample() {
             self.handshake.answer = Some((number, now));
         }

@@ -599,6 +599,9 @@ impl Connection {
             return Some(self.build_handshake(now));
         }
         if self.state != State::Established && !self.sends_half_rtt() {
+            if self.interleaved_copy_due(self.early_packets_sent()) {
+                return Some(self.build_interleaved_copy(now));
+            }
             return self.poll_early(now);
         }
         if self.acks.needed {
