@@ -149,11 +149,18 @@ impl Recovery {
         }
         let newest = self.largest_acked.is_none_or(|l| largest >= l);
         if newest {
-            if let Some(&(number, packet)) = outcome.acked.last() {
-                if number == largest {
-                    let ack_delay = Duration::from_micros(ack.ack_delay_us).min(max_ack_delay);
-                    self.take_rtt_sample(now, ack_delay, packet.time);
-                }
+            // The sample is taken when the largest is newly acknowledged and
+            // the acknowledgement covers a packet counted in flight: from
+            // the largest if it is one, else from the newest that is (the
+            // largest may be a bare acknowledgement, which is not timed; a
+            // peer holds such a sample at most its acknowledgement delay
+            // longer). Ranges come newest first, so the newest packet is
+            // looked for, not taken as the last one found.
+            let timed = outcome.acked.iter().max_by_key(|(number, _)| *number);
+            let newly = self.largest_acked.is_none_or(|l| largest > l);
+            if let (Some(&(_, packet)), true) = (timed, newly) {
+                let ack_delay = Duration::from_micros(ack.ack_delay_us).min(max_ack_delay);
+                self.take_rtt_sample(now, ack_delay, packet.time);
             }
             self.largest_acked = Some(largest);
         }
@@ -413,5 +420,81 @@ impl Connection {
         } else {
             self.timers[Timer::Probe as usize] = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Ignored;
+
+    impl Context for Ignored {
+        fn on_packet_acked(&mut self, _: u64) {}
+        fn on_packet_lost(&mut self, _: u64) {}
+        fn on_ce_marks(&mut self, _: u64) {}
+    }
+
+    fn recovery(now: Instant) -> Recovery {
+        let config = TransportConfig::default();
+        let controller = config.congestion.build(now, config.max_datagram);
+        Recovery::new(&config, controller, now)
+    }
+
+    fn sent(recovery: &mut Recovery, now: Instant, number: u64) {
+        recovery.next_number = number + 1;
+        let packet = SentPacket {
+            time: now,
+            size: 1200,
+            in_flight: true,
+            carried: Carried::Source,
+            app_limited: true,
+            blind: false,
+        };
+        recovery.on_packet_sent(now, number, packet);
+    }
+
+    fn ack(ranges: Vec<std::ops::RangeInclusive<u64>>) -> AckFrame {
+        AckFrame {
+            ranges,
+            ack_delay_us: 0,
+            ecn: Default::default(),
+            decoder: Default::default(),
+        }
+    }
+
+    /// A packet counted in flight, then bare acknowledgements (numbers 8
+    /// and 9, never timed): the peer's acknowledgement of all three still
+    /// times the first.
+    #[test]
+    fn an_acknowledgement_whose_largest_was_bare_still_times_the_newest_packet_in_flight() {
+        let start = Instant::now();
+        let mut recovery = recovery(start);
+        sent(&mut recovery, start, 7);
+        recovery.next_number = 10;
+        let now = start + Duration::from_millis(600);
+        let max_ack_delay = Duration::from_millis(25);
+        let frame = ack(vec![7..=9]);
+        recovery
+            .on_ack(now, &frame, max_ack_delay, &mut Ignored)
+            .expect("a valid acknowledgement");
+        assert!(recovery.rtt.has_sample());
+        assert_eq!(recovery.rtt.latest(), Duration::from_millis(600));
+    }
+
+    /// Ranges come newest first: the sample is the newest packet's even
+    /// when an older range is acknowledged in the same frame.
+    #[test]
+    fn the_sample_is_the_newest_packet_when_an_older_range_fills_in() {
+        let start = Instant::now();
+        let mut recovery = recovery(start);
+        sent(&mut recovery, start, 1);
+        sent(&mut recovery, start + Duration::from_millis(100), 5);
+        let now = start + Duration::from_millis(700);
+        let frame = ack(vec![5..=5, 1..=1]);
+        recovery
+            .on_ack(now, &frame, Duration::from_millis(25), &mut Ignored)
+            .expect("a valid acknowledgement");
+        assert_eq!(recovery.rtt.latest(), Duration::from_millis(600));
     }
 }
