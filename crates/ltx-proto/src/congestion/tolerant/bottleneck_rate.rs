@@ -14,6 +14,8 @@ pub(super) struct Train {
     /// it had its slot inside the train.
     pub(super) first_sent: Instant,
     pub(super) last: Instant,
+    /// The longest time between two of its ACKs.
+    pub(super) longest_gap: Duration,
     pub(super) acks: u64,
     /// ACKs and losses: the packets whose slots the train spans.
     pub(super) packets: u64,
@@ -45,6 +47,17 @@ impl Train {
         let counted = self.rate_of(self.bytes_after_first)?;
         let acked = self.acked_rate()?;
         Some(counted.min((acked as f64 * TRAIN_OVER_ACKED) as u64))
+    }
+
+    /// Whether the train came back in clumps rather than at a spacing:
+    /// one gap between its ACKs holds a quarter of its span, and the span
+    /// is time enough for [`EARLY_PAIR_SAMPLES`] pairs of ACKs at least
+    /// [`MIN_PAIR_GAP`] apart. A path that holds packets in order behind a
+    /// delayed one returns a flight so; the train's span is then the
+    /// delay's jitter, not the bottleneck's spacing.
+    pub(super) fn clumped(&self) -> bool {
+        let span = self.last.saturating_duration_since(self.first);
+        span >= MIN_PAIR_GAP * EARLY_PAIR_SAMPLES as u32 && self.longest_gap >= span / 4
     }
 
     /// The rate of what was acknowledged alone: below the bottleneck's by

@@ -221,6 +221,9 @@ impl Tolerant {
         }
         match &mut self.startup.train {
             Some(train) => {
+                train.longest_gap = train
+                    .longest_gap
+                    .max(now.saturating_duration_since(train.last));
                 train.last = train.last.max(now);
                 train.acks = train.acks.saturating_add(1);
                 train.packets = train.packets.saturating_add(1);
@@ -232,6 +235,7 @@ impl Tolerant {
                     first: now,
                     first_sent: sent,
                     last: now,
+                    longest_gap: Duration::ZERO,
                     acks: 1,
                     packets: 1,
                     bytes_after_first: 0,
@@ -435,7 +439,7 @@ impl Tolerant {
             .startup
             .train
             .as_ref()
-            .filter(|train| train.packets == train.acks)
+            .filter(|train| train.packets == train.acks && !train.clumped())
             .map_or(0, |train| train.acks);
         self.close_train();
         if self.startup.round_window_limited {
@@ -444,7 +448,9 @@ impl Tolerant {
         // A round without pair samples (a fast path, whose ACKs come too
         // close together for four of them) measured the rate by its train
         // alone: where the train is long and lost nothing, the same test
-        // says whether to send at it.
+        // says whether to send at it. A train that came back in clumps
+        // ([`Train::clumped`]) measured the path's jitter, not its rate:
+        // start-up keeps growing the window rather than send at it.
         if !paired && clean_train_acks >= TRUSTED_TRAIN_ACKS && self.max_rate.is_some() {
             self.startup.measured = self.steady(rtt);
         }
@@ -492,6 +498,9 @@ impl Tolerant {
         if self.resume_unvalidated() {
             self.retreat(rtt);
         }
+        // The train under way counts: it is the flight that met the queue,
+        // sent faster than any before it.
+        self.close_train();
         self.in_startup = false;
         // Start-up's rounds, sent from a window still growing, say less of
         // the path than the rounds after it.

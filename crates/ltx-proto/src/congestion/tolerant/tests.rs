@@ -213,3 +213,44 @@ fn pair_samples_count_the_slots_of_lost_packets() {
         );
     }
 }
+
+/// A train of ACKs arriving at the offsets `at_us` (microseconds from the
+/// first), every packet sent back to back at the start.
+fn train_at(at_us: &[u64]) -> bottleneck_rate::Train {
+    let start = Instant::now();
+    let mut longest_gap = Duration::ZERO;
+    for pair in at_us.windows(2) {
+        longest_gap = longest_gap.max(Duration::from_micros(pair[1] - pair[0]));
+    }
+    let last = *at_us.last().expect("at least one ACK");
+    let count = at_us.len() as u64;
+    bottleneck_rate::Train {
+        first: start,
+        first_sent: start,
+        last: start + Duration::from_micros(last),
+        longest_gap,
+        acks: count,
+        packets: count,
+        bytes_after_first: (count - 1) * 1200,
+        acked_after_first: (count - 1) * 1200,
+    }
+}
+
+#[test]
+fn a_train_at_the_bottlenecks_spacing_is_not_clumped_and_one_held_in_order_is() {
+    // 20 ACKs 110 µs apart (100 Mbit/s): a spacing, however short the
+    // train.
+    let even: Vec<u64> = (0..20).map(|i| i * 110).collect();
+    assert!(!train_at(&even).clumped());
+    // 32 packets sent together on a path that delays each by up to 60 ms
+    // and holds it behind the one before: they come back in four clumps,
+    // each at the instant its first arrived.
+    let mut held = vec![0; 8];
+    held.extend([16_000; 10]);
+    held.extend([35_000; 6]);
+    held.extend([53_000; 8]);
+    assert!(train_at(&held).clumped());
+    // A train too short to have given four pairs says nothing either way.
+    let short = [0, 0, 400, 400, 900, 900];
+    assert!(!train_at(&short).clumped());
+}

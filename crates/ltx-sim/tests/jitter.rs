@@ -1,0 +1,121 @@
+//! Delay jitter that keeps packets in order (Wi-Fi and cellular links
+//! that hold a packet behind a delayed one), against the same path
+//! without it, on the same seed. A failure prints its seed.
+
+use std::time::Duration;
+
+use ltx_sim::scenario::Scenario;
+use ltx_sim::Jitter;
+
+/// A path: bottleneck rate (bits per second), round trip, bytes moved.
+#[derive(Debug, Clone, Copy)]
+struct Path {
+    rate_bps: u64,
+    rtt: Duration,
+    size: u64,
+}
+
+/// 10 MB over 50 Mbit/s with a 600 ms round trip.
+const LONG: Path = Path {
+    rate_bps: 50_000_000,
+    rtt: Duration::from_millis(600),
+    size: 10_000_000,
+};
+
+/// The short paths: 100 Mbit/s over 20 ms, 50 Mbit/s over 40 ms.
+const SHORT: [Path; 2] = [
+    Path {
+        rate_bps: 100_000_000,
+        rtt: Duration::from_millis(20),
+        size: 10_000_000,
+    },
+    Path {
+        rate_bps: 50_000_000,
+        rtt: Duration::from_millis(40),
+        size: 10_000_000,
+    },
+];
+
+/// Completion in seconds on `path` with `loss` in bursts of `burst`, each
+/// direction delayed by a further draw of up to `jitter` of the round
+/// trip, in order.
+fn completion(path: Path, loss: f64, burst: f64, seed: u64, jitter: f64) -> f64 {
+    let mut scenario = Scenario {
+        rate_bps: path.rate_bps,
+        rtt: path.rtt,
+        loss,
+        burst,
+        size: path.size,
+        seed,
+        ..Scenario::default()
+    };
+    if jitter > 0.0 {
+        scenario.faults.jitter = Some(Jitter {
+            max: path.rtt.mul_f64(jitter),
+            reorder: false,
+        });
+    }
+    let result = scenario.run().expect("the scenario builds");
+    assert!(
+        result.verified,
+        "seed {seed}: not delivered intact: {:?}",
+        result.flows[0].error
+    );
+    result.flows[0]
+        .completion_s
+        .expect("a verified transfer has a completion time")
+}
+
+/// Completion with jitter of a tenth of the round trip over completion
+/// without, on the same seed.
+fn cost(path: Path, loss: f64, burst: f64, seed: u64) -> f64 {
+    let clean = completion(path, loss, burst, seed, 0.0);
+    let jittered = completion(path, loss, burst, seed, 0.1);
+    eprintln!(
+        "{} ms, loss {loss} in bursts of {burst}, seed {seed}: {clean:.3} s clean, \
+         {jittered:.3} s with jitter, {:.3}x",
+        path.rtt.as_millis(),
+        jittered / clean
+    );
+    jittered / clean
+}
+
+#[test]
+fn a_first_flight_held_in_clumps_is_not_taken_for_the_paths_rate() {
+    // The first flight leaves back to back and comes back in a few clumps
+    // spread over the jitter: read as a train, it shows a fifth of the
+    // path's rate, and start-up sending at that rate took 3.0–3.6 times
+    // the clean path's time. Taken for what it is, start-up goes on
+    // growing the window until a queue shows.
+    for seed in 1..=3 {
+        let cost = cost(LONG, 0.0, 1.0, seed);
+        assert!(
+            cost <= 2.2,
+            "seed {seed}: {cost:.3} times the clean path's time"
+        );
+    }
+}
+
+#[test]
+#[ignore = "fails: jitter of a tenth of the round trip costs 0.98-1.79x on the 20 and 40 ms \
+            paths and 1.34-4.25x on the 600 ms path (10 MB, 0-10 % loss, seeds 1-3): a flight \
+            held in clumps shows no rate start-up can send at, so it grows the window by round \
+            trips until a queue shows, and the delay the jitter adds reads as a queue the window \
+            is then scaled down by"]
+fn jitter_of_a_tenth_of_the_round_trip_costs_at_most_five_percent() {
+    let mut worst: Vec<String> = Vec::new();
+    for path in SHORT.into_iter().chain([LONG]) {
+        for (loss, burst) in [(0.0, 1.0), (0.05, 1.0), (0.1, 5.0)] {
+            for seed in 1..=3 {
+                let cost = cost(path, loss, burst, seed);
+                if cost > 1.05 {
+                    worst.push(format!(
+                        "{} ms, loss {loss} in bursts of {burst}, seed {seed}: {cost:.3}x",
+                        path.rtt.as_millis()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(worst.is_empty(), "over 5 %:\n{}", worst.join("\n"));
+}
