@@ -95,6 +95,15 @@ pub(crate) struct EmuBenchArgs {
     /// summary) on standard output.
     #[arg(long)]
     json: bool,
+    /// Only the cells at these loss rates, in per cent (comma-separated).
+    #[arg(long = "loss", value_delimiter = ',', requires = "full")]
+    losses: Vec<f64>,
+    /// Delay jitter on every path, in per cent of its round trip: each
+    /// direction delays each packet by a further uniform draw of up to
+    /// this, holding it behind the one before (as Wi-Fi and cellular
+    /// links do).
+    #[arg(long)]
+    jitter: Option<f64>,
 }
 
 /// The systems of `--quick`.
@@ -177,19 +186,37 @@ fn check_args(args: &EmuBenchArgs) -> anyhow::Result<()> {
     if args.reps == Some(0) {
         bail!("--reps must be at least 1");
     }
+    if args
+        .jitter
+        .is_some_and(|j| !(j.is_finite() && (0.0..=100.0).contains(&j)))
+    {
+        bail!("--jitter must be a percentage from 0 to 100");
+    }
+    if let Some(loss) = args.losses.iter().find(|l| !(0.0..=100.0).contains(*l)) {
+        bail!("--loss {loss}: a percentage from 0 to 100");
+    }
     Ok(())
 }
 
 /// The cells of the chosen mode, and of the chosen tables.
 fn chosen_cells(args: &EmuBenchArgs) -> Vec<Cell> {
-    if args.quick {
+    let cells = if args.quick {
         cells::quick()
     } else {
         cells::full()
             .into_iter()
             .filter(|c| args.tables.is_empty() || args.tables.iter().any(|t| same(*t, c.table)))
+            .filter(|c| {
+                args.losses.is_empty()
+                    || args
+                        .losses
+                        .iter()
+                        .any(|l| (l / 100.0 - c.loss).abs() < 1e-9)
+            })
             .collect()
-    }
+    };
+    let jitter = args.jitter.unwrap_or(0.0) / 100.0;
+    cells.into_iter().map(|c| Cell { jitter, ..c }).collect()
 }
 
 /// Builds the peers of every chosen system; a system whose peers cannot be

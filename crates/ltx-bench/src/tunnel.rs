@@ -141,6 +141,7 @@ fn chosen_cells(args: &TunnelBenchArgs) -> Vec<Cell> {
             loss,
             burst: 1.0,
             size: bulk,
+            jitter: 0.0,
         };
         return vec![
             cell(Table::LongDelay, 200, 0.0),
@@ -180,6 +181,7 @@ fn chosen_cells(args: &TunnelBenchArgs) -> Vec<Cell> {
                     loss: loss / 100.0,
                     burst: if loss == 0.0 { 1.0 } else { burst },
                     size: bulk,
+                    jitter: 0.0,
                 });
             }
         }

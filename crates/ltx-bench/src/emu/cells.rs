@@ -6,6 +6,7 @@ use std::fmt;
 use std::time::Duration;
 
 use ltx_sim::scenario::Scenario;
+use ltx_sim::Jitter;
 
 /// Which of seed 000's tables a cell belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -51,13 +52,17 @@ pub(crate) struct Cell {
     pub(crate) burst: f64,
     /// Payload bytes.
     pub(crate) size: u64,
+    /// In-order delay jitter, as a fraction of the round trip: each
+    /// direction delays each packet by a further uniform draw of up to
+    /// this, holding it behind the one before (0: none).
+    pub(crate) jitter: f64,
 }
 
 impl Cell {
     /// The simulator's scenario of this cell with `seed`: the emulator is
     /// given its links, so both mean the same path.
     pub(crate) fn scenario(&self, seed: u64) -> Scenario {
-        Scenario {
+        let mut scenario = Scenario {
             rate_bps: self.rate_bps,
             rtt: self.rtt,
             loss: self.loss,
@@ -65,7 +70,14 @@ impl Cell {
             size: self.size,
             seed,
             ..Scenario::default()
+        };
+        if self.jitter > 0.0 {
+            scenario.faults.jitter = Some(Jitter {
+                max: self.rtt.mul_f64(self.jitter),
+                reorder: false,
+            });
         }
+        scenario
     }
 
     /// The ideal completion time T* (`docs/results.md`, "Terms").
@@ -84,9 +96,15 @@ impl Cell {
         pattern_name(self.burst)
     }
 
-    /// A short name for file names and messages: `long-delay 10% E=2`.
+    /// A short name for file names and messages: `long-delay 10% E=2`,
+    /// and `jitter 10%` after it where the path has jitter.
     pub(crate) fn label(&self) -> String {
-        format!("{} {}% {}", self.table, percent(self.loss), self.pattern())
+        let label = format!("{} {}% {}", self.table, percent(self.loss), self.pattern());
+        if self.jitter > 0.0 {
+            format!("{label} jitter {}%", percent(self.jitter))
+        } else {
+            label
+        }
     }
 }
 
@@ -157,6 +175,7 @@ impl TablePlan {
                     loss,
                     burst,
                     size: self.size,
+                    jitter: 0.0,
                 });
             }
         }
@@ -197,6 +216,7 @@ pub(crate) fn quick() -> Vec<Cell> {
             loss: 0.0,
             burst: 1.0,
             size: 1_000_000,
+            jitter: 0.0,
         },
         Cell {
             table: Table::Correlated,
@@ -205,6 +225,7 @@ pub(crate) fn quick() -> Vec<Cell> {
             loss: 0.10,
             burst: 1.0,
             size: 500_000,
+            jitter: 0.0,
         },
         Cell {
             table: Table::Correlated,
@@ -213,6 +234,7 @@ pub(crate) fn quick() -> Vec<Cell> {
             loss: 0.05,
             burst: 5.0,
             size: 500_000,
+            jitter: 0.0,
         },
     ]
 }
@@ -252,5 +274,16 @@ mod tests {
         assert_eq!(cell.label(), "correlated 5% E=5");
         assert_eq!(pattern_name(1.0), "uncorrelated");
         assert_eq!(percent(0.3), "30");
+        let jittered = Cell {
+            jitter: 0.1,
+            ..cell
+        };
+        assert_eq!(jittered.label(), "correlated 5% E=5 jitter 10%");
+        let links = jittered.scenario(1).links();
+        assert_eq!(
+            links.0.jitter.map(|j| j.max),
+            Some(Duration::from_millis(2))
+        );
+        assert!(links.1.jitter.is_some_and(|j| !j.reorder));
     }
 }
