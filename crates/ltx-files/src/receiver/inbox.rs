@@ -29,8 +29,11 @@ pub struct ReceiveOptions {
     pub keep_metadata: bool,
     /// How long the sender of a transfer that holds a file must have been
     /// silent before a new transfer from the same sender (same
-    /// [`Peer::new`] id) takes the file over. A new transfer waits that
-    /// long at most.
+    /// [`Peer::new`] id) takes the file over. A new transfer waits twice
+    /// that long at most: the old connection may still be heard for a while
+    /// after its sender died (datagrams queued at the receiver, a silence
+    /// read a few hundred milliseconds late), and a rerun should not be
+    /// refused for that.
     pub quiet_before_takeover: Duration,
     /// How long a silent sender's transfers last before they are given up
     /// (the connection's idle time-out), to tell a refused rerun how long
@@ -282,7 +285,7 @@ impl Claims {
                         }
                         let gave_up = match told_at {
                             Some(at) => at.elapsed() > RELEASE_WAIT,
-                            None => waited > options.quiet_before_takeover + POLL * 5,
+                            None => waited > options.quiet_before_takeover * 2,
                         };
                         if gave_up {
                             return Err(Refusal {
