@@ -55,6 +55,10 @@ pub(crate) struct ScaleArgs {
     /// Seconds each throughput measurement of the third phase lasts.
     #[arg(long, default_value_t = 5)]
     seconds: u64,
+    /// The server's driver threads (`ltx tunnel server --drivers`;
+    /// default: the server's own, one per core).
+    #[arg(long)]
+    drivers: Option<usize>,
     /// Which phases to run, in order.
     #[arg(
         long,
@@ -105,7 +109,13 @@ async fn phases(args: &ScaleArgs, ltx: &Path) -> anyhow::Result<()> {
     let echo = spawn_echo().await?;
     let sink = Sink::spawn().await?;
     let max_streams = args.connections.max(args.streams) + 16;
-    let server = Server::start(ltx, &scratch, &[echo, sink.address], max_streams)?;
+    let server = Server::start(
+        ltx,
+        &scratch,
+        &[echo, sink.address],
+        max_streams,
+        args.drivers,
+    )?;
     let outcome = async {
         server.wait_ready().await?;
         let mut failed = 0;
@@ -209,17 +219,20 @@ async fn one_client(args: &ScaleArgs, server: &Server, echo: SocketAddr) -> anyh
 /// Phase 3.
 async fn cores(args: &ScaleArgs, server: &Server, sink: &Sink) -> anyhow::Result<()> {
     let window = Duration::from_secs(args.seconds.max(1));
-    let one = sink.measure(server, 1, window).await?;
-    let two = sink.measure(server, 2, window).await?;
+    let (one, one_cpu) = sink.measure(server, 1, window).await?;
+    let (two, two_cpu) = sink.measure(server, 2, window).await?;
     println!(
         "{}",
         json!({
             "phase": "cores",
             "cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
+            "drivers": args.drivers,
             "seconds": window.as_secs(),
             "one_client_mbit_s": round(one * 8.0 / 1e6),
             "two_clients_mbit_s": round(two * 8.0 / 1e6),
             "ratio": round(two / one.max(1.0)),
+            "server_cores_one_client": round(one_cpu),
+            "server_cores_two_clients": round(two_cpu),
         })
     );
     Ok(())
@@ -371,13 +384,14 @@ impl Sink {
 
     /// Bytes per second the sink receives over `window` while `clients`
     /// clients each push one stream as fast as they can, after a second
-    /// of warm-up.
+    /// of warm-up; and the cores the server process kept busy meanwhile
+    /// (its CPU seconds over the window's).
     async fn measure(
         &self,
         server: &Server,
         clients: usize,
         window: Duration,
-    ) -> anyhow::Result<f64> {
+    ) -> anyhow::Result<(f64, f64)> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut pushers = JoinSet::new();
         for _ in 0..clients {
@@ -398,15 +412,18 @@ impl Sink {
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         let before = self.received.load(Ordering::Relaxed);
+        let cpu_before = server.cpu_seconds()?;
         let started = Instant::now();
         tokio::time::sleep(window).await;
         let bytes = self.received.load(Ordering::Relaxed) - before;
-        let rate = bytes as f64 / started.elapsed().as_secs_f64();
+        let cpu = server.cpu_seconds()? - cpu_before;
+        let elapsed = started.elapsed().as_secs_f64();
+        let rate = bytes as f64 / elapsed;
         stop.store(true, Ordering::Relaxed);
         while let Some(joined) = pushers.join_next().await {
             joined??;
         }
-        Ok(rate)
+        Ok((rate, cpu / elapsed))
     }
 }
 
@@ -430,6 +447,7 @@ impl Server {
         scratch: &Path,
         destinations: &[SocketAddr],
         max_streams: usize,
+        drivers: Option<usize>,
     ) -> anyhow::Result<Server> {
         let key_file = scratch.join("server.key");
         let keygen = Command::new(ltx)
@@ -455,6 +473,9 @@ impl Server {
             .arg(&key_file)
             .arg("--max-streams")
             .arg(max_streams.to_string());
+        if let Some(drivers) = drivers {
+            command.arg("--drivers").arg(drivers.to_string());
+        }
         for destination in destinations {
             command.arg("--permit").arg(destination.to_string());
         }
@@ -487,6 +508,24 @@ impl Server {
                 bail!("the tunnel server did not answer within 20 s");
             }
         }
+    }
+
+    /// The CPU time the server process has used, user and system.
+    fn cpu_seconds(&self) -> anyhow::Result<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
+            .context("reading the server's /proc stat")?;
+        // Fields after the command name, which is in parentheses and may
+        // hold spaces: utime and stime are the 12th and 13th of them.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |i: usize| -> anyhow::Result<f64> {
+            fields
+                .get(i)
+                .and_then(|t| t.parse::<f64>().ok())
+                .context("no CPU times in the server's /proc stat")
+        };
+        // The kernel counts these in clock ticks, 100 per second on Linux.
+        Ok((ticks(11)? + ticks(12)?) / 100.0)
     }
 
     fn memory(&self) -> anyhow::Result<Memory> {

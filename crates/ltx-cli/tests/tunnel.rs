@@ -608,7 +608,7 @@ fn mistakes_get_the_usage_exit_code_and_say_what_to_do() {
     let key = dir.path().join("server.key");
     keygen(&key);
     let key = key.to_str().unwrap();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["tunnel", "server", "--listen", "127.0.0.1:0"],
             "ltx keygen",
@@ -646,6 +646,20 @@ fn mistakes_get_the_usage_exit_code_and_say_what_to_do() {
                 "4kbit",
             ],
             "at least 8000 bit/s",
+        ),
+        (
+            &[
+                "tunnel",
+                "server",
+                "--key",
+                key,
+                "--allow-any-client",
+                "--permit",
+                "*",
+                "--drivers",
+                "0",
+            ],
+            "between 1 and 64",
         ),
         (
             &[

@@ -107,6 +107,14 @@ pub struct EndpointConfig {
     /// [`EndpointConfig::server`]; a client keeps its own saved paths
     /// ([`Connection::path_to_save`](crate::Connection::path_to_save)).
     pub remember_paths: bool,
+    /// Driver tasks that share the endpoint's connections, each on its own
+    /// core when the tokio runtime has as many workers: with more than one,
+    /// a reader task hands each datagram to the driver that holds its
+    /// connection (a server spreading its clients over the cores). The
+    /// limits above are shared out among them, except the per-address one.
+    /// Default 1: one task reads the socket and drives every connection,
+    /// without a hand-off.
+    pub drivers: usize,
 }
 
 impl EndpointConfig {
@@ -122,6 +130,7 @@ impl EndpointConfig {
             accept: AcceptConfig::default(),
             qlog_dir: None,
             remember_paths: false,
+            drivers: 1,
         }
     }
 
@@ -134,6 +143,23 @@ impl EndpointConfig {
             remember_paths: true,
             ..EndpointConfig::client()
         }
+    }
+}
+
+impl EndpointConfig {
+    /// The configuration of one of `count` drivers: the endpoint's limits
+    /// shared out (rounded up), the per-address limit kept whole (the
+    /// drivers count a client's connections together).
+    pub(crate) fn for_one_of(&self, count: usize) -> EndpointConfig {
+        let share = |limit: usize| limit.div_ceil(count.max(1));
+        let mut config = self.clone();
+        config.max_connections = share(self.max_connections);
+        config.max_pending_incoming = share(self.max_pending_incoming);
+        config.accept.max_half_open = share(self.accept.max_half_open);
+        if let ltx_proto::RetryPolicy::AboveHalfOpen(n) = self.accept.retry {
+            config.accept.retry = ltx_proto::RetryPolicy::AboveHalfOpen(share(n));
+        }
+        config
     }
 }
 

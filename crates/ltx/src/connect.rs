@@ -24,7 +24,7 @@ impl Endpoint {
         server_key: PublicKey,
     ) -> Result<Connection, ConnectError> {
         let (connection, key) = self.start_connect(server, server_key)?;
-        let shared = &self.handle.shared;
+        let shared = self.handle.client_shard();
         poll_fn(|cx| {
             let mut state = shared.lock();
             let slot = state.slots.get_mut(&key).expect("a handle keeps its slot");
@@ -103,7 +103,7 @@ impl Endpoint {
         server: SocketAddr,
         server_key: PublicKey,
     ) -> Result<(Connection, ConnectionKey), ConnectError> {
-        let shared = &self.handle.shared;
+        let shared = self.handle.client_shard();
         let key = {
             let mut state = shared.lock();
             if let Some(reason) = &state.failed {
@@ -114,7 +114,7 @@ impl Endpoint {
             }
             let now = Instant::now();
             let fields = &mut *state;
-            let proto = with_unused_cid(&mut fields.rng, &fields.by_cid, |seed| {
+            let proto = with_unused_cid(&mut fields.rng, &fields.by_cid, fields.shard, |seed| {
                 let transport = fields.config.transport.clone();
                 match &fields.config.security {
                     Security::Noise(security) => {

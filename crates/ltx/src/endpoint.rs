@@ -9,11 +9,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
-use ltx_proto::accept::packet::{InitialDatagram, RetryPacket};
-use ltx_proto::accept::{Acceptor, Decision, ServerLoad};
+use ltx_proto::accept::Acceptor;
 use ltx_proto::protection::{HandshakeError, PublicKey};
-use ltx_proto::wire::{ConnectionId, Header, PacketType};
-use ltx_proto::{CloseReason, EcnCodepoint, Event, Side, StreamId};
+use ltx_proto::wire::ConnectionId;
+use ltx_proto::{CloseReason, Event, Side, StreamId};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use tokio::sync::Notify;
@@ -22,12 +21,15 @@ pub(crate) use crate::config::{entropy, prepare_early_data, EndpointConfig, Secu
 use crate::connection::Connection;
 use crate::qlog::QlogFile;
 use crate::saved_paths::SavedPaths;
-use crate::socket::{SendQueue, UdpIo};
+use crate::socket::{RecvBuffers, SendQueue, UdpIo};
 use crate::totals::{EndpointStats, EndpointTotals};
 
 mod cid;
+mod incoming;
+mod shards;
 
-pub(crate) use cid::with_unused_cid;
+pub(crate) use cid::{with_unused_cid, Shard};
+use shards::{DriversLeft, Inbound, Router, CLIENT_SHARD};
 
 /// Identifies a connection among the endpoint's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,8 +109,15 @@ pub(crate) struct State {
     /// all.
     retired: EndpointTotals,
     /// The paths of clients' past connections (servers with
-    /// [`EndpointConfig::remember_paths`]).
-    saved_paths: SavedPaths,
+    /// [`EndpointConfig::remember_paths`]), shared by the endpoint's
+    /// drivers.
+    saved_paths: Arc<Mutex<SavedPaths>>,
+    /// Which of the endpoint's drivers this is.
+    pub(crate) shard: Shard,
+    /// With several drivers: datagrams the reader handed to this one, and
+    /// where the reader sends a client's first packets.
+    inbox: Vec<Inbound>,
+    router: Option<Arc<Router>>,
 }
 
 /// A client's handshake that this server refused: from where, and why
@@ -184,30 +193,41 @@ pub struct Endpoint {
 }
 
 pub(crate) struct EndpointHandle {
-    pub(crate) shared: Arc<Shared>,
+    /// Each driver's share of the endpoint; the first also holds the
+    /// endpoint's client connections.
+    pub(crate) shards: Vec<Arc<Shared>>,
+}
+
+impl EndpointHandle {
+    /// The driver that holds the endpoint's client connections.
+    pub(crate) fn client_shard(&self) -> &Arc<Shared> {
+        &self.shards[CLIENT_SHARD]
+    }
 }
 
 impl Drop for EndpointHandle {
     fn drop(&mut self) {
-        let mut state = self.shared.lock();
-        state.handles_gone = true;
-        state.accept_wakers.drain(..).for_each(Waker::wake);
-        drop(state);
-        self.shared.wake_driver.notify_one();
+        for shared in &self.shards {
+            let mut state = shared.lock();
+            state.handles_gone = true;
+            state.accept_wakers.drain(..).for_each(Waker::wake);
+            drop(state);
+            shared.wake_driver.notify_one();
+        }
     }
 }
 
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Endpoint")
-            .field("local_addr", &self.handle.shared.local_addr)
+            .field("local_addr", &self.local_addr())
             .finish_non_exhaustive()
     }
 }
 
 impl Endpoint {
-    /// Binds a UDP socket to `addr` and starts the endpoint's driver task on
-    /// the current tokio runtime.
+    /// Binds a UDP socket to `addr` and starts the endpoint's driver tasks
+    /// ([`EndpointConfig::drivers`]) on the current tokio runtime.
     ///
     /// Fails if the socket cannot be bound or the transport settings are
     /// invalid; must be called inside a tokio runtime.
@@ -229,55 +249,86 @@ impl Endpoint {
         let secret = entropy().ok_or_else(|| {
             io::Error::other("the operating system has no random source for the retry secret")
         })?;
-        let acceptor = Acceptor::new(config.accept.clone(), secret, Instant::now());
-        let socket = UdpIo::bind(addr)?;
+        let socket = Arc::new(UdpIo::bind(addr)?);
         let local_addr = socket.local_addr()?;
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State {
-                slots: HashMap::new(),
-                next_key: 0,
-                by_cid: HashMap::new(),
-                by_initial: HashMap::new(),
-                incoming: VecDeque::new(),
-                accept_wakers: Vec::new(),
-                config,
-                acceptor,
-                rng: SmallRng::from_os_rng(),
-                handles_gone: false,
-                failed: None,
-                unroutable: 0,
-                handshakes_refused: 0,
-                refused: VecDeque::new(),
-                refused_wakers: Vec::new(),
-                local_addr,
-                retired: EndpointTotals::default(),
-                saved_paths: SavedPaths::default(),
-            }),
-            wake_driver: Notify::new(),
-            local_addr,
-        });
-        tokio::spawn(drive(shared.clone(), socket));
+        let count = config.drivers.max(1);
+        let router = (count > 1).then(|| Arc::new(Router::new(count)));
+        let saved_paths = Arc::new(Mutex::new(SavedPaths::default()));
+        let shards: Vec<Arc<Shared>> = (0..count)
+            .map(|index| {
+                let config = config.for_one_of(count);
+                Arc::new(Shared {
+                    state: Mutex::new(State {
+                        slots: HashMap::new(),
+                        next_key: 0,
+                        by_cid: HashMap::new(),
+                        by_initial: HashMap::new(),
+                        incoming: VecDeque::new(),
+                        accept_wakers: Vec::new(),
+                        acceptor: Acceptor::new(config.accept.clone(), secret, Instant::now()),
+                        config,
+                        rng: SmallRng::from_os_rng(),
+                        handles_gone: false,
+                        failed: None,
+                        unroutable: 0,
+                        handshakes_refused: 0,
+                        refused: VecDeque::new(),
+                        refused_wakers: Vec::new(),
+                        local_addr,
+                        retired: EndpointTotals::default(),
+                        saved_paths: saved_paths.clone(),
+                        shard: Shard { index, count },
+                        inbox: Vec::new(),
+                        router: router.clone(),
+                    }),
+                    wake_driver: Notify::new(),
+                    local_addr,
+                })
+            })
+            .collect();
+        let buffers = socket.recv_buffers();
+        match router {
+            None => {
+                tokio::spawn(drive(shards[0].clone(), socket, Some(buffers), None));
+            }
+            Some(router) => {
+                let left = Arc::new(DriversLeft::new(count));
+                for shard in &shards {
+                    let driver = drive(shard.clone(), socket.clone(), None, Some(left.clone()));
+                    tokio::spawn(driver);
+                }
+                let reader = shards::read(shards.clone(), socket, buffers, router, left);
+                tokio::spawn(reader);
+            }
+        }
         Ok(Endpoint {
-            handle: Arc::new(EndpointHandle { shared }),
+            handle: Arc::new(EndpointHandle { shards }),
         })
     }
 
     /// The address the socket is bound to.
     pub fn local_addr(&self) -> SocketAddr {
-        self.handle.shared.local_addr
+        self.handle.client_shard().local_addr
     }
 
     /// Datagrams that reached the socket but no connection: malformed,
-    /// unknown connection, or first packets the endpoint would not take.
+    /// unknown connection, or first packets the endpoint would not take
+    /// (and, with several drivers, those that came while their driver had
+    /// thousands waiting).
     pub fn unroutable_datagrams(&self) -> u64 {
-        self.handle.shared.lock().unroutable
+        self.sum(|state| state.unroutable)
     }
 
     /// Clients whose handshake this endpoint refused: they did not have
     /// its public key (or the pre-shared key), or their key is not on its
     /// allow list. They were sent nothing, and nothing of them was kept.
     pub fn handshakes_refused(&self) -> u64 {
-        self.handle.shared.lock().handshakes_refused
+        self.sum(|state| state.handshakes_refused)
+    }
+
+    /// `count` summed over the drivers.
+    fn sum(&self, count: impl Fn(&State) -> u64) -> u64 {
+        self.handle.shards.iter().map(|s| count(&s.lock())).sum()
     }
 
     /// Waits for the next client handshake this server refuses, for a log
@@ -285,16 +336,19 @@ impl Endpoint {
     /// the endpoint's socket failed. Only the latest 64 unread refusals are
     /// kept.
     pub async fn refused_handshake(&self) -> Option<RefusedHandshake> {
-        let shared = &self.handle.shared;
         poll_fn(|cx| {
-            let mut state = shared.lock();
-            if let Some(refusal) = state.refused.pop_front() {
-                return Poll::Ready(Some(refusal));
+            for shared in &self.handle.shards {
+                let mut state = shared.lock();
+                if let Some(refusal) = state.refused.pop_front() {
+                    return Poll::Ready(Some(refusal));
+                }
+                if state.failed.is_some() {
+                    return Poll::Ready(None);
+                }
             }
-            if state.failed.is_some() {
-                return Poll::Ready(None);
+            for shared in &self.handle.shards {
+                shared.lock().refused_wakers.push(cx.waker().clone());
             }
-            state.refused_wakers.push(cx.waker().clone());
             Poll::Pending
         })
         .await
@@ -302,22 +356,27 @@ impl Endpoint {
 
     /// What this endpoint holds and what it refused.
     pub fn stats(&self) -> EndpointStats {
-        let state = self.handle.shared.lock();
-        EndpointStats {
-            connections: state.slots.len(),
-            half_open: state.half_open(),
-            unroutable: state.unroutable,
-            handshakes_refused: state.handshakes_refused,
-            accept: state.acceptor.stats(),
-            totals: state.totals(),
-            open: state.slots.values().map(|s| s.proto.stats()).collect(),
+        let mut stats = EndpointStats::default();
+        for shared in &self.handle.shards {
+            let state = shared.lock();
+            stats.connections += state.slots.len();
+            stats.connections_per_driver.push(state.slots.len());
+            stats.half_open += state.half_open();
+            stats.unroutable += state.unroutable;
+            stats.handshakes_refused += state.handshakes_refused;
+            crate::totals::add_accept_stats(&mut stats.accept, &state.acceptor.stats());
+            stats.totals.merge(&state.totals());
+            stats
+                .open
+                .extend(state.slots.values().map(|s| s.proto.stats()));
         }
+        stats
     }
 
     /// This endpoint's static public key, which clients must be given to
     /// connect to it; `None` with [`Security::Plain`].
     pub fn public_key(&self) -> Option<PublicKey> {
-        match &self.handle.shared.lock().config.security {
+        match &self.handle.client_shard().lock().config.security {
             Security::Noise(security) => Some(security.keypair.public()),
             Security::Plain => None,
         }
@@ -328,22 +387,26 @@ impl Endpoint {
     /// once the endpoint takes no more (it is not a server, or its socket
     /// failed).
     pub async fn accept(&self) -> Option<Connection> {
-        let shared = &self.handle.shared;
+        let shards = &self.handle.shards;
         poll_fn(|cx| {
-            let mut state = shared.lock();
-            if let Some(key) = state.incoming.pop_front() {
-                let slot = state.slots.get_mut(&key).expect("queued slots live");
-                slot.handed_out = true;
-                return Poll::Ready(Some(key));
+            for (index, shared) in shards.iter().enumerate() {
+                let mut state = shared.lock();
+                if let Some(key) = state.incoming.pop_front() {
+                    let slot = state.slots.get_mut(&key).expect("queued slots live");
+                    slot.handed_out = true;
+                    return Poll::Ready(Some((index, key)));
+                }
+                if !state.config.accept_incoming || state.failed.is_some() {
+                    return Poll::Ready(None);
+                }
             }
-            if !state.config.accept_incoming || state.failed.is_some() {
-                return Poll::Ready(None);
+            for shared in shards {
+                shared.lock().accept_wakers.push(cx.waker().clone());
             }
-            state.accept_wakers.push(cx.waker().clone());
             Poll::Pending
         })
         .await
-        .map(|key| Connection::new(shared.clone(), key))
+        .map(|(index, key)| Connection::new(shards[index].clone(), key))
     }
 
     /// Waits until every connection of this endpoint has closed (its last
@@ -351,7 +414,12 @@ impl Endpoint {
     pub async fn wait_idle(&self) {
         // The driver does not announce idleness; polling is simple and
         // costs nothing that matters beside a transfer.
-        while !self.handle.shared.lock().slots.is_empty() {
+        while self
+            .handle
+            .shards
+            .iter()
+            .any(|s| !s.lock().slots.is_empty())
+        {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -402,13 +470,18 @@ impl State {
                 if let (Some(client), Some(saved)) =
                     (slot.proto.peer_key(), slot.proto.path_to_save())
                 {
-                    self.saved_paths.put(client, saved, Instant::now());
+                    let mut saved_paths =
+                        self.saved_paths.lock().unwrap_or_else(|e| e.into_inner());
+                    saved_paths.put(client, saved, Instant::now());
                 }
             }
             self.retired.add(&slot.proto.stats());
             self.by_cid.remove(&slot.proto.local_cid());
             if let Some(route) = slot.initial_route {
                 self.by_initial.remove(&route);
+                if let Some(router) = &self.router {
+                    router.forget(route, self.shard.index);
+                }
             }
             self.incoming.retain(|k| *k != key);
         }
@@ -436,9 +509,6 @@ impl State {
             .count()
     }
 
-    /// Finds (or, for a server's first packet, makes) the connection a
-    /// datagram is for, and hands it the datagram; or sends the acceptor's
-    /// retry; or drops it.
     /// ICMP errors for datagrams sent to `destination`s: a client
     /// connection still in its handshake with one of them ends at once.
     fn on_icmp_errors(&mut self, now: Instant, errors: Vec<crate::icmp::IcmpError>) {
@@ -449,123 +519,6 @@ impl State {
                 }
             }
         }
-    }
-
-    fn handle_datagram(
-        &mut self,
-        now: Instant,
-        from: SocketAddr,
-        bytes: &[u8],
-        ecn: EcnCodepoint,
-        out: &mut SendQueue,
-        max_segments: usize,
-    ) {
-        if RetryPacket::parse(bytes).is_some() {
-            // A retry names the Initial it answers by the id the client
-            // chose for the server; the client connection checks it.
-            let mut delivered = false;
-            for slot in self.slots.values_mut() {
-                let waiting = slot.proto.side() == Side::Client
-                    && matches!(slot.phase, Phase::Handshaking)
-                    && slot.remote == from;
-                if waiting {
-                    slot.proto.handle_datagram_from(now, from, bytes, ecn);
-                    delivered = true;
-                }
-            }
-            if !delivered {
-                self.unroutable += 1;
-            }
-            return;
-        }
-        let (key, packet) = match self.route(now, from, bytes) {
-            Route::Connection(key, packet) => (key, packet),
-            Route::Retry(retry) => {
-                out.push(from, EcnCodepoint::NotEct, &retry, max_segments);
-                return;
-            }
-            Route::Nowhere => {
-                self.unroutable += 1;
-                return;
-            }
-        };
-        let slot = self.slots.get_mut(&key).expect("routes lead to slots");
-        slot.proto.handle_datagram_from(now, from, packet, ecn);
-    }
-
-    fn route<'a>(&mut self, now: Instant, from: SocketAddr, bytes: &'a [u8]) -> Route<'a> {
-        if let Ok((header, _)) = Header::parse(bytes) {
-            if let Some(key) = self.by_cid.get(&header.dcid) {
-                return Route::Connection(*key, bytes);
-            }
-            if header.packet_type == PacketType::EarlyData {
-                // Early data goes where its flight's Initial went; before
-                // the Initial it goes nowhere (the client sends it again).
-                return match self.by_initial.get(&(from, header.dcid)) {
-                    Some(key) => Route::Connection(*key, bytes),
-                    None => Route::Nowhere,
-                };
-            }
-        }
-        let Some(initial) = InitialDatagram::parse(bytes) else {
-            return Route::Nowhere;
-        };
-        if let Some(key) = self.by_initial.get(&(from, initial.dcid)) {
-            return Route::Connection(*key, initial.packet);
-        }
-        let waiting = self
-            .slots
-            .values()
-            .filter(|s| s.proto.side() == Side::Server && !s.handed_out)
-            .count();
-        if !self.config.accept_incoming
-            || self.handles_gone
-            || waiting >= self.config.max_pending_incoming
-            || self.slots.len() >= self.config.max_connections
-        {
-            return Route::Nowhere;
-        }
-        let load = ServerLoad {
-            half_open: self.half_open(),
-            from_same_ip: self
-                .slots
-                .values()
-                .filter(|s| s.proto.side() == Side::Server && s.remote.ip() == from.ip())
-                .count(),
-        };
-        let accepted = match self.acceptor.handle(now, from, bytes, load) {
-            Decision::Accept(accepted) => accepted,
-            Decision::Retry(retry) => return Route::Retry(retry),
-            Decision::Refuse(_) => return Route::Nowhere,
-        };
-        let config = &self.config;
-        let built = with_unused_cid(&mut self.rng, &self.by_cid, |seed| {
-            let transport = config.transport.clone();
-            match &config.security {
-                Security::Noise(security) => {
-                    let entropy = entropy().ok_or(())?;
-                    ltx_proto::Connection::secure_server(
-                        transport,
-                        security.clone(),
-                        now,
-                        seed,
-                        entropy,
-                    )
-                    .map_err(drop)
-                }
-                Security::Plain => {
-                    ltx_proto::Connection::server(transport, now, seed).map_err(drop)
-                }
-            }
-        });
-        let Ok(Some(mut proto)) = built else {
-            return Route::Nowhere;
-        };
-        if accepted.address_validated {
-            proto.validate_address();
-        }
-        let key = self.insert(proto, from, Some((from, accepted.dcid)));
-        Route::Connection(key, accepted.packet)
     }
 
     /// Collects what every connection has to send, hands its events to the
@@ -604,7 +557,11 @@ impl State {
                                 .proto
                                 .peer_key()
                                 .filter(|_| self.config.remember_paths)
-                                .and_then(|client| self.saved_paths.get(&client, now));
+                                .and_then(|client| {
+                                    let saved_paths =
+                                        self.saved_paths.lock().unwrap_or_else(|e| e.into_inner());
+                                    saved_paths.get(&client, now)
+                                });
                             if let Some(saved) = saved {
                                 slot.proto.resume_from(now, saved);
                             }
@@ -689,23 +646,20 @@ impl State {
         earliest
     }
 }
-
-/// Where a datagram goes.
-enum Route<'a> {
-    /// To this connection, as these bytes (an Initial without its cookie).
-    Connection(ConnectionKey, &'a [u8]),
-    /// Nowhere; this retry goes back to the sender.
-    Retry(Vec<u8>),
-    /// Nowhere.
-    Nowhere,
-}
-
-/// The endpoint's task: reads the socket, runs timers, sends what the
-/// connections produce.
-async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
+/// A driver task: runs its connections' timers, hands them their
+/// datagrams, and sends what they produce. With `reading`, it reads the
+/// socket itself (an endpoint with one driver); otherwise the endpoint's
+/// reader fills its inbox, and it tells `left` when it ends.
+async fn drive(
+    shared: Arc<Shared>,
+    socket: Arc<UdpIo>,
+    mut reading: Option<RecvBuffers>,
+    left: Option<Arc<DriversLeft>>,
+) {
     let max_segments = socket.max_gso_segments();
     let mut out = SendQueue::default();
     let mut timer: Option<Instant> = None;
+    let mut inbox = Vec::new();
     loop {
         ask_for_prompt_wakeups();
         let sleep = async {
@@ -715,19 +669,19 @@ async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
             }
         };
         let readable = tokio::select! {
-            r = socket.readable() => Some(r),
+            r = socket.readable(), if reading.is_some() => Some(r),
             _ = shared.wake_driver.notified() => None,
             _ = sleep => None,
         };
         if let Some(Err(e)) = readable {
             fail(&shared, &e);
-            return;
+            break;
         }
         let now = Instant::now();
         {
             let mut state = shared.lock();
-            if readable.is_some() {
-                let received = socket.try_recv(|datagram| {
+            if let (Some(buffers), Some(_)) = (&mut reading, &readable) {
+                let received = socket.try_recv(buffers, |datagram| {
                     state.handle_datagram(
                         now,
                         datagram.from,
@@ -749,13 +703,25 @@ async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
                     Err(e) => {
                         drop(state);
                         fail(&shared, &e);
-                        return;
+                        break;
                     }
                 }
             }
+            std::mem::swap(&mut inbox, &mut state.inbox);
+            for datagram in inbox.drain(..) {
+                state.handle_datagram(
+                    now,
+                    datagram.from,
+                    &datagram.bytes,
+                    datagram.ecn,
+                    &mut out,
+                    max_segments,
+                );
+            }
             timer = state.poll_connections(now, &mut out, max_segments);
-            if state.handles_gone && state.slots.is_empty() {
-                return;
+            let over = state.handles_gone && state.slots.is_empty();
+            if over || state.failed.is_some() {
+                break;
             }
         }
         if !out.is_empty() {
@@ -771,6 +737,9 @@ async fn drive(shared: Arc<Shared>, mut socket: UdpIo) {
                 }
             }
         }
+    }
+    if let Some(left) = left {
+        left.one_done();
     }
 }
 
@@ -803,4 +772,8 @@ fn fail(shared: &Shared, error: &io::Error) {
         slot.wakers.wake_all();
     }
     state.accept_wakers.drain(..).for_each(Waker::wake);
+    state.refused_wakers.drain(..).for_each(Waker::wake);
+    drop(state);
+    // A driver fed by the endpoint's reader learns of it here, and ends.
+    shared.wake_driver.notify_one();
 }

@@ -23,12 +23,19 @@ const SOCKET_BUFFER: usize = 4 << 20;
 const MAX_GSO_BYTES: usize = 65_000;
 
 /// A UDP socket driven by tokio, sending and receiving through quinn-udp.
+/// Sending takes `&self`, so that several drivers may share it; reading
+/// fills [`RecvBuffers`] that one reader owns.
 #[derive(Debug)]
 pub(crate) struct UdpIo {
     io: tokio::net::UdpSocket,
     state: UdpSocketState,
-    recv_bufs: Vec<Vec<u8>>,
-    recv_meta: Vec<RecvMeta>,
+}
+
+/// What one reader of a [`UdpIo`] fills: a batch of receive buffers.
+#[derive(Debug)]
+pub(crate) struct RecvBuffers {
+    bufs: Vec<Vec<u8>>,
+    meta: Vec<RecvMeta>,
 }
 
 /// One datagram read from the socket.
@@ -53,15 +60,19 @@ impl UdpIo {
         let _ = state.set_recv_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER);
         socket.set_nonblocking(true)?;
         let io = tokio::net::UdpSocket::from_std(socket)?;
-        let segments = state.gro_segments().max(1);
-        Ok(UdpIo {
-            io,
-            recv_bufs: (0..RECV_BATCH)
+        Ok(UdpIo { io, state })
+    }
+
+    /// Buffers for one reader of this socket: a batch of GRO-sized
+    /// datagrams.
+    pub(crate) fn recv_buffers(&self) -> RecvBuffers {
+        let segments = self.state.gro_segments().max(1);
+        RecvBuffers {
+            bufs: (0..RECV_BATCH)
                 .map(|_| vec![0; MAX_SEGMENT * segments])
                 .collect(),
-            recv_meta: vec![RecvMeta::default(); RECV_BATCH],
-            state,
-        })
+            meta: vec![RecvMeta::default(); RECV_BATCH],
+        }
     }
 
     /// The address the socket is bound to.
@@ -86,13 +97,16 @@ impl UdpIo {
     /// Reads what the socket holds now, calling `each` for every datagram
     /// (GRO batches are split); returns the number read, 0 when there was
     /// nothing.
-    pub(crate) fn try_recv(&mut self, mut each: impl FnMut(Received<'_>)) -> io::Result<usize> {
-        let UdpIo {
-            io,
-            state,
-            recv_bufs,
-            recv_meta,
-        } = self;
+    pub(crate) fn try_recv(
+        &self,
+        buffers: &mut RecvBuffers,
+        mut each: impl FnMut(Received<'_>),
+    ) -> io::Result<usize> {
+        let UdpIo { io, state } = self;
+        let RecvBuffers {
+            bufs: recv_bufs,
+            meta: recv_meta,
+        } = buffers;
         let mut slices: Vec<IoSliceMut<'_>> =
             recv_bufs.iter_mut().map(|b| IoSliceMut::new(b)).collect();
         let filled = match io.try_io(Interest::READABLE, || {

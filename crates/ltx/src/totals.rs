@@ -10,6 +10,9 @@ use ltx_proto::{CloseReason, ConnectionStats};
 pub struct EndpointStats {
     /// Connections it holds, in any state.
     pub connections: usize,
+    /// Of those, how many each of its drivers holds
+    /// ([`EndpointConfig::drivers`](crate::EndpointConfig::drivers)).
+    pub connections_per_driver: Vec<usize>,
     /// Of those, server connections whose handshake is not complete (or
     /// whose client's address is not yet proved).
     pub half_open: usize,
@@ -117,7 +120,59 @@ impl ClosedConnections {
     }
 }
 
+impl ClosedConnections {
+    /// Adds `other`'s counts.
+    fn merge(&mut self, other: &ClosedConnections) {
+        self.clean += other.clean;
+        self.aborted += other.aborted;
+        self.idle_timeout += other.idle_timeout;
+        self.handshake_timeout += other.handshake_timeout;
+        self.unreachable += other.unreachable;
+        self.protocol_violation += other.protocol_violation;
+        self.handshake_refused += other.handshake_refused;
+    }
+}
+
+/// Adds `other`'s counts to `into` (the acceptors of an endpoint's
+/// drivers, summed).
+pub(crate) fn add_accept_stats(into: &mut AcceptStats, other: &AcceptStats) {
+    into.retries_sent += other.retries_sent;
+    into.accepted_unvalidated += other.accepted_unvalidated;
+    into.accepted_with_cookie += other.accepted_with_cookie;
+    into.cookies_invalid += other.cookies_invalid;
+    into.cookies_expired += other.cookies_expired;
+    into.not_initial += other.not_initial;
+    into.too_short += other.too_short;
+    into.half_open_limit += other.half_open_limit;
+    into.address_limit += other.address_limit;
+}
+
 impl EndpointTotals {
+    /// Adds `other`'s counts (those of another of the endpoint's drivers).
+    pub(crate) fn merge(&mut self, other: &EndpointTotals) {
+        self.connections_opened += other.connections_opened;
+        self.connections_accepted += other.connections_accepted;
+        self.handshakes_completed += other.handshakes_completed;
+        self.closed.merge(&other.closed);
+        self.retries += other.retries;
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.packets_sent += other.packets_sent;
+        self.packets_received += other.packets_received;
+        self.packets_unauthentic += other.packets_unauthentic;
+        self.packets_replayed += other.packets_replayed;
+        self.early_data_refused += other.early_data_refused;
+        self.packets_lost += other.packets_lost;
+        self.source_symbols_sent += other.source_symbols_sent;
+        self.repair_proactive += other.repair_proactive;
+        self.repair_reactive += other.repair_reactive;
+        self.repair_tail += other.repair_tail;
+        self.repair_probe += other.repair_probe;
+        self.symbols_repaired += other.symbols_repaired;
+        self.stream_bytes_read += other.stream_bytes_read;
+        self.key_updates += other.key_updates;
+    }
+
     /// Adds the counters of one connection's `stats`.
     pub(crate) fn add(&mut self, stats: &ConnectionStats) {
         self.retries += stats.retries;

@@ -14,6 +14,7 @@
 //! max_streams = 256
 //! rate_limit = "20mbit"
 //! idle_timeout = "5min"
+//! drivers = 4                 # threads driving clients; one per core if left out
 //! ```
 //!
 //! ```toml
@@ -57,6 +58,7 @@ pub(crate) struct ServerFile {
     pub(crate) rate_hint: Option<String>,
     pub(crate) idle_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,
+    pub(crate) drivers: Option<usize>,
     pub(crate) metrics: Option<String>,
     pub(crate) qlog: Option<PathBuf>,
     pub(crate) stats_interval: Option<String>,
@@ -159,10 +161,12 @@ mod tests {
             permit = ["10.0.0.0/8:22", "db.internal:5432"]
             max_streams = 256
             idle_timeout = "5min"
+            drivers = 4
             "#,
         )
         .unwrap();
         assert_eq!(server.permit.len(), 2);
+        assert_eq!(server.drivers, Some(4));
         let client: ClientFile = toml::from_str(
             r#"
             server = "tunnel.example.net:7000"

@@ -23,6 +23,10 @@ use super::{rate_setting, transport, usage};
 /// The UDP address a server listens on by default.
 const DEFAULT_LISTEN: &str = "0.0.0.0:7000";
 
+/// Most driver threads a server runs: past the cores of a large machine,
+/// more only add hand-offs.
+const MAX_DRIVERS: usize = 64;
+
 /// The arguments of `ltx tunnel server`.
 #[derive(Debug, Args)]
 #[command(after_help = ltx_cli::exit::EXIT_CODES)]
@@ -74,6 +78,10 @@ pub(crate) struct ServerArgs {
     /// How long a connection to a destination may take [default: 10s].
     #[arg(long, value_parser = parse_duration)]
     connect_timeout: Option<Duration>,
+    /// Threads that drive the clients' connections, each client on one of
+    /// them (1 to 64) [default: one per core].
+    #[arg(long, value_name = "N")]
+    drivers: Option<usize>,
     /// A TOML file holding these settings (see docs/tunnel.md); flags win
     /// over it, and --permit rules add to its.
     #[arg(long, value_name = "FILE")]
@@ -96,6 +104,7 @@ struct Settings {
     security: SecurityConfig,
     idle_timeout: Duration,
     rate_hint: Option<u64>,
+    drivers: usize,
     observe: Observe,
     server: ServerConfig,
     verbose: bool,
@@ -208,9 +217,19 @@ impl Settings {
             })?;
             server.set_rate_limit(Some(limit));
         }
+        let drivers = match args.drivers.or(file.drivers) {
+            Some(n @ 1..=MAX_DRIVERS) => n,
+            Some(n) => {
+                return Err(usage(format!(
+                    "--drivers: {n} is not between 1 and {MAX_DRIVERS}"
+                )))
+            }
+            None => std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_DRIVERS)),
+        };
         let observe = Observe::new(&args.observe, &file.observe(), here)?;
         Ok(Settings {
             observe,
+            drivers,
             listen,
             security,
             idle_timeout,
@@ -238,6 +257,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     let mut config = EndpointConfig::server();
     config.security = Security::Noise(settings.security);
     config.transport = transport(settings.idle_timeout, settings.rate_hint)?;
+    config.drivers = settings.drivers;
     settings.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(settings.listen, config)
         .with_context(|| format!("listening on {}", settings.listen))?;
