@@ -29,8 +29,11 @@ const VALIDATED_SHARE: f64 = 0.8;
 /// Where careful resume stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Resume {
-    /// No saved path, or resume is over (validated, retreated, refused).
+    /// No saved path, or resume is over (validated, refused).
     Off,
+    /// The jump met a queue or fell short and the controller retreated:
+    /// its window is already what the path showed.
+    Retreated,
     /// Jumped at once to half the saved path's rate, waiting for the
     /// handshake's round trip to match it.
     Reconnaissance(SavedPath),
@@ -132,6 +135,11 @@ impl Tolerant {
         matches!(self.resume, Resume::Unvalidated { .. })
     }
 
+    /// Whether this start-up retreated from a jump.
+    pub(super) fn resume_retreated(&self) -> bool {
+        matches!(self.resume, Resume::Retreated)
+    }
+
     /// Safe retreat: the saved rate is forgotten for what the path showed
     /// (its last ACK train), and the window is that rate's product, or
     /// the initial window when nothing was shown. Where the path shows a
@@ -144,9 +152,9 @@ impl Tolerant {
         let saved = match self.resume {
             Resume::Unvalidated { saved, .. } => Some(saved),
             Resume::Reconnaissance(saved) => Some(saved.rate),
-            Resume::Off => None,
+            Resume::Off | Resume::Retreated => None,
         };
-        self.resume = Resume::Off;
+        self.resume = Resume::Retreated;
         self.hinted = false;
         let queue = rtt.min().mul_f64(self.config.delay_exit_ratio)
             + rtt.queue_margin(self.config.delay_exit_extra);

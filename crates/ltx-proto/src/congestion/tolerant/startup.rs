@@ -268,8 +268,11 @@ impl Tolerant {
         }
         if self.queueing(rtt) {
             let own = self.own_burst_queue(rtt);
+            let retreating = self.resume_unvalidated() || self.resume_retreated();
             self.exit_startup(now, rtt);
-            self.drain_startup_queue(rtt, own);
+            if !retreating {
+                self.drain_startup_queue(rtt, own);
+            }
         }
     }
 
