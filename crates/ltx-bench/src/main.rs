@@ -13,6 +13,7 @@ mod compare;
 mod emu;
 mod fidelity;
 mod forwarder;
+mod frontier;
 mod loopback;
 mod measure;
 mod payload;
@@ -39,6 +40,10 @@ enum Command {
     /// cell, on all cores) and write runs.csv, tables.md, summary.jsonl
     /// and plots; report which targets the runs meet.
     Compare(compare::CompareArgs),
+    /// Wire bytes against delivery delay as the price of waiting for
+    /// feedback goes from nothing to a second, with and without an expected
+    /// loss rate, on the seed tables' paths (simulator).
+    Frontier(frontier::FrontierArgs),
     /// The side-by-side suite: seed 000's tables across the emulator for
     /// ltx and every peer; runs.csv, tables, plots (root).
     Emu(emu::EmuBenchArgs),
@@ -72,7 +77,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if matches!(
         cli.command,
-        Command::Coding(_) | Command::Compare(_) | Command::Fidelity(_) | Command::Loopback(_)
+        Command::Coding(_)
+            | Command::Compare(_)
+            | Command::Fidelity(_)
+            | Command::Frontier(_)
+            | Command::Loopback(_)
     ) {
         end_quietly_on_closed_stdout();
     }
@@ -82,6 +91,7 @@ fn main() -> ExitCode {
         Command::Emu(args) => emu::run(&args),
         Command::Fidelity(args) => fidelity::run(&args),
         Command::Forwarder(args) => forwarder::run(&args),
+        Command::Frontier(args) => frontier::run(&args),
         Command::Loopback(args) => loopback::run(&args),
         Command::Peer(command) => peer::run(command),
         Command::Scale(args) => scale::run(&args),

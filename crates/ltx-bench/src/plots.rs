@@ -58,6 +58,21 @@ pub(crate) fn log_lines(
     )
 }
 
+/// Wire bytes against delivery delay on a log horizontal axis, one line
+/// per series through its settings' points (the bytes-against-delay
+/// frontier); writes `<stem>.svg` and `<stem>.png`.
+pub(crate) fn frontier_lines(
+    stem: &Path,
+    frame: &Frame<'_>,
+    series: &Series,
+) -> anyhow::Result<Vec<PathBuf>> {
+    both(
+        stem,
+        |root| frontier(root, frame, series),
+        |root| frontier(root, frame, series),
+    )
+}
+
 /// Throughput against delay, one named point per system (Pantheon's
 /// plot); writes `<stem>.svg` and `<stem>.png`.
 pub(crate) fn scatter_points(
@@ -179,6 +194,68 @@ fn lines<DB: DrawingBackend>(
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(failed)?;
+    root.present().map_err(failed)?;
+    Ok(())
+}
+
+fn frontier<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    frame: &Frame<'_>,
+    series: &Series,
+) -> anyhow::Result<()> {
+    root.fill(&WHITE).map_err(failed)?;
+    let all = series.values().flatten();
+    let x_min = all
+        .clone()
+        .map(|p| p.0)
+        .fold(f64::INFINITY, f64::min)
+        .max(1.0)
+        * 0.7;
+    let x_max = all.clone().map(|p| p.0).fold(1.0, f64::max) * 1.4;
+    let y_min = all
+        .clone()
+        .map(|p| p.1)
+        .fold(f64::INFINITY, f64::min)
+        .min(1.0);
+    let y_max = all.map(|p| p.1).fold(1.0, f64::max) * 1.02;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(frame.title, (FAMILY, 22))
+        .margin(16)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d((x_min..x_max).log_scale(), y_min..y_max)
+        .map_err(failed)?;
+    chart
+        .configure_mesh()
+        .x_desc(frame.x)
+        .y_desc(frame.y)
+        .label_style((FAMILY, 14))
+        .draw()
+        .map_err(failed)?;
+    for (name, points) in in_order(series, frame.names) {
+        let colour = colour(name, frame.names);
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                colour.stroke_width(2),
+            ))
+            .map_err(failed)?
+            .label(name)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
+            });
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+            .map_err(failed)?;
+    }
+    chart
+        .configure_series_labels()
+        .label_font((FAMILY, 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
         .draw()
         .map_err(failed)?;
     root.present().map_err(failed)?;

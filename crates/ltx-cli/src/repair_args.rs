@@ -41,6 +41,14 @@ pub struct RepairArgs {
     /// costs coding time in proportion.
     #[arg(long, allow_negative_numbers = true, value_parser = parse_span)]
     pub max_repair_span: Option<u16>,
+    /// The loss rate to assume before the connection has measured one
+    /// (e.g. 10% or 0.1; 0 to 90%), for a path known to lose: the first
+    /// flights then carry repair, and a loss among them does not hold the
+    /// stream up for a round trip. It fades as the path's own losses are
+    /// counted, gone after 128 packets [default: none, a path is clean
+    /// until it loses].
+    #[arg(long, value_parser = parse_expected_loss)]
+    pub expect_loss: Option<f64>,
 }
 
 impl RepairArgs {
@@ -51,6 +59,7 @@ impl RepairArgs {
             cheap_answer_quantile: self.cheap_answer_quantile,
             tail_residual: self.tail_residual,
             max_repair_span: self.max_repair_span,
+            expected_loss: self.expect_loss,
         }
     }
 }
@@ -61,6 +70,16 @@ fn parse_tail_residual(input: &str) -> Result<f64, String> {
     let value = parse_fraction(input).map_err(|e| e.to_string())?;
     RepairConfig::default()
         .set_tail_residual(value)
+        .map_err(range_message)?;
+    Ok(value)
+}
+
+/// A rate of `--expect-loss` (e.g. 10% or 0.1), in the range `ltx-proto`
+/// allows.
+fn parse_expected_loss(input: &str) -> Result<f64, String> {
+    let value = parse_fraction(input).map_err(|e| e.to_string())?;
+    ltx_proto::TransportConfig::default()
+        .set_expected_loss(Some(value))
         .map_err(range_message)?;
     Ok(value)
 }
@@ -133,6 +152,8 @@ mod tests {
             "5%",
             "--max-repair-span",
             "1024",
+            "--expect-loss",
+            "10%",
         ])
         .expect("valid flags")
         .settings()
@@ -143,6 +164,7 @@ mod tests {
         assert_eq!(repair.cheap_answer_quantile(), -2.0);
         assert_eq!(repair.tail_residual(), 0.05);
         assert_eq!(repair.max_repair_span(), 1024);
+        assert_eq!(transport.expected_loss(), Some(0.1));
     }
 
     #[test]
@@ -154,6 +176,7 @@ mod tests {
             ["--max-repair-span", "0"],
             ["--max-repair-span", "16385"],
             ["--delay-per-percent", "soon"],
+            ["--expect-loss", "95%"],
         ] {
             assert!(parse(&args).is_err(), "{args:?} accepted");
         }

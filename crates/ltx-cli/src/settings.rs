@@ -35,6 +35,7 @@ pub fn flag_of(setting: Setting) -> &'static str {
         Setting::MaxRepairSpan => "--max-repair-span",
         Setting::RateHint => "--rate-hint",
         Setting::IdleTimeout => "--timeout",
+        Setting::ExpectedLoss => "--expect-loss",
         other => other.name(),
     }
 }

@@ -36,6 +36,8 @@ pub enum Setting {
     RateHint,
     /// Data in the client's first flight.
     EarlyData,
+    /// The loss rate a connection assumes before it has measured one.
+    ExpectedLoss,
 }
 
 impl Setting {
@@ -55,6 +57,7 @@ impl Setting {
             Setting::CheapFeedbackRtt => "cheap_feedback_rtt",
             Setting::RateHint => "rate_hint",
             Setting::EarlyData => "early_data",
+            Setting::ExpectedLoss => "expected_loss",
         }
     }
 }

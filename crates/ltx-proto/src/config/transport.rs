@@ -53,6 +53,7 @@ pub struct TransportConfig {
     pub(crate) keep_alive: Option<Duration>,
     pub(crate) silence_probe: Option<Duration>,
     pub(crate) initial_rtt: Duration,
+    pub(crate) expected_loss: Option<f64>,
     pub(crate) max_ack_delay: Duration,
     pub(crate) ack_frequency: u32,
     pub(crate) repair: RepairConfig,
@@ -77,6 +78,7 @@ impl Default for TransportConfig {
             keep_alive: None,
             silence_probe: None,
             initial_rtt: Duration::from_millis(333),
+            expected_loss: None,
             max_ack_delay: Duration::from_millis(25),
             ack_frequency: 2,
             repair: RepairConfig::default(),
@@ -106,6 +108,7 @@ impl fmt::Debug for TransportConfig {
             .field("scheme", &self.scheme)
             .field("congestion", &self.congestion)
             .field("rate_hint", &self.rate_hint)
+            .field("expected_loss", &self.expected_loss)
             .field("saved_path", &self.saved_path)
             .field("early_data", &self.early_data)
             .finish_non_exhaustive()
@@ -270,6 +273,34 @@ impl TransportConfig {
     pub fn set_initial_rtt(&mut self, rtt: Duration) -> &mut Self {
         self.initial_rtt = rtt;
         self
+    }
+
+    /// The loss rate the sender assumes before it has measured one, for a
+    /// path known to lose: its first flights then carry proactive repair,
+    /// and a loss among them does not hold up the stream for a round trip.
+    /// The assumption weighs as much as [`PRIOR_PACKETS`] packets and fades
+    /// as the connection's own fates come in, gone once that many are
+    /// counted. Default `None`: a path is assumed clean until it loses.
+    ///
+    /// [`PRIOR_PACKETS`]: crate::recovery::loss_estimator::PRIOR_PACKETS
+    pub fn expected_loss(&self) -> Option<f64> {
+        self.expected_loss
+    }
+
+    /// Sets [`expected_loss`](Self::expected_loss): a fraction from 0 to
+    /// 0.9.
+    pub fn set_expected_loss(&mut self, rate: Option<f64>) -> Result<&mut Self, ConfigError> {
+        if let Some(rate) = rate {
+            if !(0.0..=0.9).contains(&rate) {
+                return Err(ConfigError::out_of_range(
+                    Setting::ExpectedLoss,
+                    rate,
+                    "0 to 0.9",
+                ));
+            }
+        }
+        self.expected_loss = rate;
+        Ok(self)
     }
 
     /// The longest the receiver waits before acknowledging. Default 25 ms.
@@ -449,6 +480,9 @@ pub struct RepairSettings {
     pub tail_residual: Option<f64>,
     /// [`RepairConfig::max_repair_span`].
     pub max_repair_span: Option<u16>,
+    /// [`TransportConfig::expected_loss`]: read by every scheme, since it
+    /// seeds the loss estimate they all size repair from.
+    pub expected_loss: Option<f64>,
 }
 
 impl RepairSettings {
@@ -495,6 +529,9 @@ impl RepairSettings {
         {
             repair.set_max_repair_span(span)?;
         }
+        if let Some(rate) = self.expected_loss {
+            transport.set_expected_loss(Some(rate))?;
+        }
         Ok(())
     }
 
@@ -513,6 +550,7 @@ impl RepairSettings {
             ),
             (self.tail_residual.is_some(), Setting::TailResidual),
             (self.max_repair_span.is_some(), Setting::MaxRepairSpan),
+            (self.expected_loss.is_some(), Setting::ExpectedLoss),
         ]
         .into_iter()
         .filter_map(|(given, setting)| given.then_some(setting))
@@ -564,6 +602,14 @@ mod tests {
         );
         assert!(transport.set_max_datagram(1200).is_ok());
         assert!(transport.set_max_window(0).is_err());
+        assert_eq!(
+            transport
+                .set_expected_loss(Some(0.95))
+                .unwrap_err()
+                .setting(),
+            Some(Setting::ExpectedLoss)
+        );
+        assert!(transport.set_expected_loss(Some(0.1)).is_ok());
         assert!(transport.set_max_window(u16::MAX - DECODER_HISTORY).is_ok());
         assert!(transport
             .set_max_window(u16::MAX - DECODER_HISTORY + 1)

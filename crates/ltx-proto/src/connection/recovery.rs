@@ -93,7 +93,10 @@ impl Recovery {
             symbols_acked: false,
             loss_round: LossRound::default(),
             rtt: RttEstimator::new(config.initial_rtt),
-            loss: LossEstimator::new(),
+            loss: match config.expected_loss {
+                Some(rate) => LossEstimator::new().with_prior(rate),
+                None => LossEstimator::new(),
+            },
             controller,
             pacer: Pacer::new(config.max_datagram),
             last_sent: now,

@@ -18,6 +18,12 @@ pub const COMMIT_LAG: u64 = 32;
 /// Delivered packets the estimate assumes before any are seen.
 pub const CLEAN_PRIOR: f64 = 8.0;
 
+/// How many packets an expected loss rate
+/// ([`TransportConfig::expected_loss`](crate::TransportConfig::expected_loss))
+/// weighs as at first; its weight falls with each fate counted, to nothing
+/// once this many are.
+pub const PRIOR_PACKETS: u64 = 128;
+
 /// How many committed fates are remembered to apply late corrections.
 pub const HISTORY: usize = 4096;
 
@@ -81,6 +87,8 @@ pub struct LossEstimator {
     samples: u64,
     /// Whether the last committed known fate was a loss.
     in_run: bool,
+    /// The loss rate assumed before any is measured, if any.
+    prior: Option<f64>,
 }
 
 /// Exponentially weighted counts of committed fates.
@@ -155,7 +163,16 @@ impl LossEstimator {
             largest: None,
             samples: 0,
             in_run: false,
+            prior: None,
         }
+    }
+
+    /// Assumes loss rate `rate` (clamped to 0–1) before any is measured:
+    /// it counts as [`PRIOR_PACKETS`] packets at first, fewer with each
+    /// fate reported, none once that many are.
+    pub fn with_prior(mut self, rate: f64) -> Self {
+        self.prior = Some(rate.clamp(0.0, 1.0));
+        self
     }
 
     /// Packet `pn` was acknowledged.
@@ -193,6 +210,17 @@ impl LossEstimator {
             }
         }
         let total = lost + delivered;
+        // The prior gives way to the fates seen, committed or not (none has
+        // decayed yet: the window is far longer than the prior).
+        let weight = PRIOR_PACKETS as f64 - total;
+        if let Some(prior) = self.prior.filter(|_| weight > 0.0) {
+            let rate = ((lost + weight * prior) / (total + weight)).clamp(0.0, 1.0);
+            return LossEstimate {
+                rate,
+                burst: self.burst(),
+                samples: self.samples,
+            };
+        }
         if total <= 0.0 || lost <= 0.0 {
             return LossEstimate {
                 samples: self.samples,
@@ -204,15 +232,19 @@ impl LossEstimator {
         // (and buy a flight's worth of needless repair); it fades once the
         // window fills.
         let rate = (lost / (total + CLEAN_PRIOR)).clamp(0.0, 1.0);
-        let burst = if self.long.runs > 0.0 {
+        LossEstimate {
+            rate,
+            burst: self.burst(),
+            samples: self.samples,
+        }
+    }
+
+    /// The mean length of a run of losses over the long window, at least 1.
+    fn burst(&self) -> f64 {
+        if self.long.runs > 0.0 {
             (self.long.lost / self.long.runs).max(1.0)
         } else {
             1.0
-        };
-        LossEstimate {
-            rate,
-            burst,
-            samples: self.samples,
         }
     }
 
@@ -317,6 +349,34 @@ impl LossEstimator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expected_loss_stands_until_the_paths_own_fates_replace_it() {
+        let mut est = LossEstimator::new().with_prior(0.2);
+        assert_eq!(est.estimate().rate, 0.2);
+        // A clean path: the prior fades with every delivery, and is gone
+        // once PRIOR_PACKETS fates are in.
+        for pn in 0..PRIOR_PACKETS / 2 {
+            est.on_delivered(pn);
+        }
+        let half = est.estimate().rate;
+        assert!((half - 0.1).abs() < 1e-9, "{half}");
+        for pn in PRIOR_PACKETS / 2..PRIOR_PACKETS {
+            est.on_delivered(pn);
+        }
+        assert_eq!(est.estimate().rate, 0.0);
+        // A path that loses as expected reads the same throughout.
+        let mut est = LossEstimator::new().with_prior(0.2);
+        for pn in 0..PRIOR_PACKETS {
+            if pn % 5 == 0 {
+                est.on_lost(pn);
+            } else {
+                est.on_delivered(pn);
+            }
+            let rate = est.estimate().rate;
+            assert!((0.15..=0.25).contains(&rate), "after {pn}: {rate}");
+        }
+    }
 
     #[test]
     fn clean_until_told_otherwise() {
