@@ -1,14 +1,16 @@
 //! The redundancy settings a user may change on every command that makes a
 //! connection in the simulator or over the network (`ltx sim run`,
-//! `ltx-bench compare`, `ltx send`): the same flags, the same meaning, so
-//! that a trade measured in the simulator can be taken onto a real path as
-//! it is.
+//! `ltx-bench compare`, `ltx send`, `ltx tunnel`): the same flags, the same
+//! meaning, so that a trade measured in the simulator can be taken onto a
+//! real path as it is; and the `[repair]` table of a configuration file,
+//! which holds the same settings.
 
 use std::time::Duration;
 
 use clap::Args;
 use ltx_proto::{RepairConfig, RepairSettings};
 use ltx_sim::units::{parse_duration, parse_fraction};
+use serde::Deserialize;
 
 use crate::settings::range_message;
 
@@ -72,6 +74,81 @@ fn parse_tail_residual(input: &str) -> Result<f64, String> {
         .set_tail_residual(value)
         .map_err(range_message)?;
     Ok(value)
+}
+
+/// The repair settings in a configuration file's `[repair]` table, each key
+/// as its flag is written (`delay_per_percent = "25ms"`,
+/// `expect_loss = "10%"`, `tail_residual = "1%"`, `cheap_answer_quantile =
+/// -1`, `max_repair_span = 256`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepairFile {
+    /// As `--delay-per-percent`.
+    pub delay_per_percent: Option<String>,
+    /// As `--cheap-answer-quantile`.
+    pub cheap_answer_quantile: Option<f64>,
+    /// As `--tail-residual`.
+    pub tail_residual: Option<String>,
+    /// As `--max-repair-span`.
+    pub max_repair_span: Option<u16>,
+    /// As `--expect-loss`.
+    pub expect_loss: Option<String>,
+}
+
+impl RepairArgs {
+    /// The flags given over `file`'s keys: a flag wins over its key, a key
+    /// fills in for a flag left out. A key out of range is an error naming
+    /// it (`repair.KEY in the file: ...`).
+    pub fn settings_over(&self, file: &RepairFile) -> Result<RepairSettings, String> {
+        fn key<T>(
+            name: &str,
+            flag: Option<T>,
+            text: Option<&str>,
+            parse: impl Fn(&str) -> Result<T, String>,
+        ) -> Result<Option<T>, String> {
+            match (flag, text) {
+                (Some(value), _) => Ok(Some(value)),
+                (None, Some(text)) => parse(text)
+                    .map(Some)
+                    .map_err(|e| format!("repair.{name} in the file: {e}")),
+                (None, None) => Ok(None),
+            }
+        }
+        let quantile = file.cheap_answer_quantile.map(|q| q.to_string());
+        let span = file.max_repair_span.map(|s| s.to_string());
+        Ok(RepairSettings {
+            delay_per_percent: key(
+                "delay_per_percent",
+                self.delay_per_percent,
+                file.delay_per_percent.as_deref(),
+                |t| parse_duration(t).map_err(|e| e.to_string()),
+            )?,
+            cheap_answer_quantile: key(
+                "cheap_answer_quantile",
+                self.cheap_answer_quantile,
+                quantile.as_deref(),
+                parse_quantile,
+            )?,
+            tail_residual: key(
+                "tail_residual",
+                self.tail_residual,
+                file.tail_residual.as_deref(),
+                parse_tail_residual,
+            )?,
+            max_repair_span: key(
+                "max_repair_span",
+                self.max_repair_span,
+                span.as_deref(),
+                parse_span,
+            )?,
+            expected_loss: key(
+                "expect_loss",
+                self.expect_loss,
+                file.expect_loss.as_deref(),
+                parse_expected_loss,
+            )?,
+        })
+    }
 }
 
 /// A rate of `--expect-loss` (e.g. 10% or 0.1), in the range `ltx-proto`
@@ -165,6 +242,31 @@ mod tests {
         assert_eq!(repair.tail_residual(), 0.05);
         assert_eq!(repair.max_repair_span(), 1024);
         assert_eq!(transport.expected_loss(), Some(0.1));
+    }
+
+    #[test]
+    fn a_flag_wins_over_the_files_key_and_a_key_fills_in_for_a_flag_left_out() {
+        let file: RepairFile = toml::from_str(
+            r#"
+            delay_per_percent = "25ms"
+            expect_loss = "10%"
+            max_repair_span = 512
+            "#,
+        )
+        .expect("a valid table");
+        let flags = parse(&["--delay-per-percent", "300ms"]).expect("valid flags");
+        let settings = flags.settings_over(&file).expect("valid settings");
+        assert_eq!(settings.delay_per_percent, Some(Duration::from_millis(300)));
+        assert_eq!(settings.expected_loss, Some(0.1));
+        assert_eq!(settings.max_repair_span, Some(512));
+        assert_eq!(settings.tail_residual, None);
+        let bad = RepairFile {
+            expect_loss: Some("95%".into()),
+            ..RepairFile::default()
+        };
+        let err = parse(&[]).unwrap().settings_over(&bad).unwrap_err();
+        assert!(err.contains("repair.expect_loss"), "{err}");
+        assert!(toml::from_str::<RepairFile>("price = \"1s\"").is_err());
     }
 
     #[test]

@@ -571,7 +571,8 @@ fn the_server_and_client_run_from_their_configuration_files() {
         &server_toml,
         format!(
             "listen = \"127.0.0.1:0\"\nkey = \"server.key\"\nallow = \"clients.txt\"\n\
-             permit = [\"{target}\"]\nmax_streams = 8\n"
+             permit = [\"{target}\"]\nmax_streams = 8\ndrivers = 2\n\n\
+             [repair]\ndelay_per_percent = \"25ms\"\nexpect_loss = \"10%\"\n"
         ),
     )
     .unwrap();
@@ -587,7 +588,8 @@ fn the_server_and_client_run_from_their_configuration_files() {
         &client_toml,
         format!(
             "server = \"{addr}\"\npeer = \"{key}\"\nkey = \"client.key\"\n\n\
-             [[forward]]\nlisten = \"127.0.0.1:0\"\nto = \"{target}\"\n"
+             [[forward]]\nlisten = \"127.0.0.1:0\"\nto = \"{target}\"\n\n\
+             [repair]\nexpect_loss = \"5%\"\n"
         ),
     )
     .unwrap();
@@ -608,7 +610,7 @@ fn mistakes_get_the_usage_exit_code_and_say_what_to_do() {
     let key = dir.path().join("server.key");
     keygen(&key);
     let key = key.to_str().unwrap();
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 8] = [
         (
             &["tunnel", "server", "--listen", "127.0.0.1:0"],
             "ltx keygen",
@@ -660,6 +662,20 @@ fn mistakes_get_the_usage_exit_code_and_say_what_to_do() {
                 "0",
             ],
             "between 1 and 64",
+        ),
+        (
+            &[
+                "tunnel",
+                "server",
+                "--key",
+                key,
+                "--allow-any-client",
+                "--permit",
+                "*",
+                "--expect-loss",
+                "95%",
+            ],
+            "--expect-loss",
         ),
         (
             &[

@@ -26,6 +26,9 @@ use tokio::task::JoinSet;
 
 use super::config::{self, ClientFile};
 use super::forward_spec::{parse_local_forward, parse_socks, LocalForward};
+use ltx_cli::repair_args::RepairArgs;
+use ltx_proto::RepairSettings;
+
 use super::stats::{report, Registry};
 use super::{rate_setting, transport, usage};
 
@@ -88,6 +91,8 @@ pub(crate) struct ClientArgs {
     verbose: bool,
     #[command(flatten)]
     observe: TunnelObserveArgs,
+    #[command(flatten)]
+    repair: RepairArgs,
 }
 
 /// Everything a client runs with: the flags over the file, checked.
@@ -101,6 +106,7 @@ struct Settings {
     socks_users: Option<SocksUsers>,
     idle_timeout: Duration,
     rate_hint: Option<u64>,
+    repair: RepairSettings,
     observe: Observe,
     connect_timeout: Duration,
     verbose: bool,
@@ -208,8 +214,13 @@ impl Settings {
             return Err(usage("--connect-timeout must be above zero"));
         }
         let observe = Observe::new(&args.observe, &file.observe(), here)?;
+        let repair = args
+            .repair
+            .settings_over(&file.repair.clone().unwrap_or_default())
+            .map_err(usage)?;
         Ok(Settings {
             observe,
+            repair,
             server,
             peer,
             security: SecurityConfig::new(keypair),
@@ -259,7 +270,7 @@ async fn forward_all(settings: Settings) -> anyhow::Result<()> {
     };
     let mut config = EndpointConfig::client();
     config.security = Security::Noise(settings.security);
-    config.transport = transport(settings.idle_timeout, settings.rate_hint)?;
+    config.transport = transport(settings.idle_timeout, settings.rate_hint, &settings.repair)?;
     settings.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(local, config).context("binding a UDP socket")?;
     let client = TunnelClient::connect(

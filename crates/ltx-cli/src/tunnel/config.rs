@@ -15,6 +15,10 @@
 //! rate_limit = "20mbit"
 //! idle_timeout = "5min"
 //! drivers = 4                 # threads driving clients; one per core if left out
+//!
+//! [repair]                    # optional, as --delay-per-percent and the others
+//! delay_per_percent = "25ms"
+//! expect_loss = "10%"
 //! ```
 //!
 //! ```toml
@@ -36,6 +40,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use ltx_cli::exit::{Failed, Failure};
+use ltx_cli::repair_args::RepairFile;
 use serde::Deserialize;
 
 use super::observe::{LogFormat, ObserveFile};
@@ -59,6 +64,7 @@ pub(crate) struct ServerFile {
     pub(crate) idle_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,
     pub(crate) drivers: Option<usize>,
+    pub(crate) repair: Option<RepairFile>,
     pub(crate) metrics: Option<String>,
     pub(crate) qlog: Option<PathBuf>,
     pub(crate) stats_interval: Option<String>,
@@ -120,6 +126,7 @@ pub(crate) struct ClientFile {
     pub(crate) rate_hint: Option<String>,
     pub(crate) idle_timeout: Option<String>,
     pub(crate) connect_timeout: Option<String>,
+    pub(crate) repair: Option<RepairFile>,
     pub(crate) metrics: Option<String>,
     pub(crate) qlog: Option<PathBuf>,
     pub(crate) stats_interval: Option<String>,
@@ -162,11 +169,16 @@ mod tests {
             max_streams = 256
             idle_timeout = "5min"
             drivers = 4
+            [repair]
+            delay_per_percent = "25ms"
+            expect_loss = "10%"
             "#,
         )
         .unwrap();
         assert_eq!(server.permit.len(), 2);
         assert_eq!(server.drivers, Some(4));
+        let repair = server.repair.expect("a repair table");
+        assert_eq!(repair.expect_loss.as_deref(), Some("10%"));
         let client: ClientFile = toml::from_str(
             r#"
             server = "tunnel.example.net:7000"

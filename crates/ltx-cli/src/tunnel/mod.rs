@@ -46,13 +46,22 @@ fn usage(message: impl std::fmt::Display) -> anyhow::Error {
 }
 
 /// The transport of one side of a tunnel: the tunnel preset, the idle
-/// timeout, and the path's rate if the user knows it (`--rate-hint`, bits
-/// per second), which sizes this side's first flight instead of measuring.
+/// timeout, the path's rate if the user knows it (`--rate-hint`, bits
+/// per second), which sizes this side's first flight instead of measuring,
+/// and the repair settings (`--delay-per-percent` and the others) for what
+/// this side sends.
 fn transport(
     idle_timeout: Duration,
     rate_hint_bps: Option<u64>,
+    repair: &ltx_proto::RepairSettings,
 ) -> anyhow::Result<ltx::TransportConfig> {
     let mut transport = ltx_tunnel::tunnel_transport();
+    repair.apply(&mut transport).map_err(|e| {
+        let flag = e
+            .setting()
+            .map_or("a repair setting", ltx_cli::settings::flag_of);
+        usage(format!("{flag}: {e}"))
+    })?;
     transport
         .set_idle_timeout(idle_timeout)
         .map_err(|e| usage(format!("--idle-timeout: {e}")))?;

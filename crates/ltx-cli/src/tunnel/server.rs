@@ -17,6 +17,9 @@ use ltx_tunnel::policy::{PermitRule, Policy};
 use ltx_tunnel::{RateLimit, ServerConfig, TunnelServer, TUNNEL_IDLE_TIMEOUT};
 
 use super::config::{self, ServerFile};
+use ltx_cli::repair_args::RepairArgs;
+use ltx_proto::RepairSettings;
+
 use super::stats::{report, Registry};
 use super::{rate_setting, transport, usage};
 
@@ -91,6 +94,8 @@ pub(crate) struct ServerArgs {
     verbose: bool,
     #[command(flatten)]
     observe: TunnelObserveArgs,
+    #[command(flatten)]
+    repair: RepairArgs,
 }
 
 fn parse_rule(text: &str) -> Result<PermitRule, String> {
@@ -104,6 +109,7 @@ struct Settings {
     security: SecurityConfig,
     idle_timeout: Duration,
     rate_hint: Option<u64>,
+    repair: RepairSettings,
     drivers: usize,
     observe: Observe,
     server: ServerConfig,
@@ -227,8 +233,13 @@ impl Settings {
             None => std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_DRIVERS)),
         };
         let observe = Observe::new(&args.observe, &file.observe(), here)?;
+        let repair = args
+            .repair
+            .settings_over(&file.repair.clone().unwrap_or_default())
+            .map_err(usage)?;
         Ok(Settings {
             observe,
+            repair,
             drivers,
             listen,
             security,
@@ -256,7 +267,7 @@ async fn serve(settings: Settings) -> anyhow::Result<()> {
     };
     let mut config = EndpointConfig::server();
     config.security = Security::Noise(settings.security);
-    config.transport = transport(settings.idle_timeout, settings.rate_hint)?;
+    config.transport = transport(settings.idle_timeout, settings.rate_hint, &settings.repair)?;
     config.drivers = settings.drivers;
     settings.observe.apply(&mut config)?;
     let endpoint = Endpoint::bind(settings.listen, config)
