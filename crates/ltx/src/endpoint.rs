@@ -29,7 +29,7 @@ mod incoming;
 mod shards;
 
 pub(crate) use cid::{with_unused_cid, Shard};
-use shards::{DriversLeft, Inbound, Router, CLIENT_SHARD};
+use shards::{DriversLeft, Inbox, Router, CLIENT_SHARD};
 
 /// Identifies a connection among the endpoint's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -114,9 +114,8 @@ pub(crate) struct State {
     saved_paths: Arc<Mutex<SavedPaths>>,
     /// Which of the endpoint's drivers this is.
     pub(crate) shard: Shard,
-    /// With several drivers: datagrams the reader handed to this one, and
-    /// where the reader sends a client's first packets.
-    inbox: Vec<Inbound>,
+    /// With several drivers: where the reader sends a client's first
+    /// packets.
     router: Option<Arc<Router>>,
 }
 
@@ -143,6 +142,10 @@ pub(crate) struct Shared {
     /// to send (data written, flow-control credit from a read, a close).
     pub(crate) wake_driver: Notify,
     local_addr: SocketAddr,
+    /// With several drivers: what the reader handed to this one, behind a
+    /// lock of its own, so that the reader never waits for the driver's
+    /// protocol work.
+    inbox: Mutex<Inbox>,
 }
 
 impl Shared {
@@ -278,11 +281,11 @@ impl Endpoint {
                         retired: EndpointTotals::default(),
                         saved_paths: saved_paths.clone(),
                         shard: Shard { index, count },
-                        inbox: Vec::new(),
                         router: router.clone(),
                     }),
                     wake_driver: Notify::new(),
                     local_addr,
+                    inbox: Mutex::new(Inbox::default()),
                 })
             })
             .collect();
@@ -659,7 +662,7 @@ async fn drive(
     let max_segments = socket.max_gso_segments();
     let mut out = SendQueue::default();
     let mut timer: Option<Instant> = None;
-    let mut inbox = Vec::new();
+    let mut inbox = Inbox::default();
     loop {
         ask_for_prompt_wakeups();
         let sleep = async {
@@ -707,8 +710,9 @@ async fn drive(
                     }
                 }
             }
-            std::mem::swap(&mut inbox, &mut state.inbox);
-            for datagram in inbox.drain(..) {
+            shared.take_inbox(&mut inbox);
+            state.unroutable += std::mem::take(&mut inbox.overflowed);
+            for datagram in inbox.datagrams.drain(..) {
                 state.handle_datagram(
                     now,
                     datagram.from,

@@ -34,6 +34,38 @@ pub(crate) const INBOX_LIMIT: usize = 8192;
 /// reads the retries and handshake answers sent to them.
 pub(crate) const CLIENT_SHARD: usize = 0;
 
+/// What the reader handed to a driver and the driver has not yet taken.
+#[derive(Debug, Default)]
+pub(crate) struct Inbox {
+    pub(crate) datagrams: Vec<Inbound>,
+    /// Datagrams dropped because the inbox was full: unroutable, to the
+    /// endpoint's counts.
+    pub(crate) overflowed: u64,
+}
+
+impl Shared {
+    fn lock_inbox(&self) -> MutexGuard<'_, Inbox> {
+        self.inbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hands `batch` to this driver's inbox, dropping what does not fit.
+    fn deliver(&self, batch: &mut Vec<Inbound>) {
+        let mut inbox = self.lock_inbox();
+        let room = INBOX_LIMIT.saturating_sub(inbox.datagrams.len());
+        if batch.len() > room {
+            inbox.overflowed += (batch.len() - room) as u64;
+            batch.truncate(room);
+        }
+        inbox.datagrams.append(batch);
+    }
+
+    /// Swaps the inbox's contents into `into` (emptied by the last turn),
+    /// so that the reader fills the other vector meanwhile.
+    pub(crate) fn take_inbox(&self, into: &mut Inbox) {
+        std::mem::swap(&mut *self.lock_inbox(), into);
+    }
+}
+
 /// A datagram the reader handed to a driver.
 #[derive(Debug)]
 pub(crate) struct Inbound {
@@ -213,17 +245,13 @@ pub(crate) async fn read(
             if batch.is_empty() && errors.is_empty() {
                 continue;
             }
-            let mut state = shard.lock();
-            let room = INBOX_LIMIT.saturating_sub(state.inbox.len());
-            if batch.len() > room {
-                state.unroutable += (batch.len() - room) as u64;
-                batch.truncate(room);
+            if !batch.is_empty() {
+                shard.deliver(batch);
             }
-            state.inbox.append(batch);
             if !errors.is_empty() {
-                state.on_icmp_errors(now, errors.clone());
+                // Rare: the driver's state, not its inbox.
+                shard.lock().on_icmp_errors(now, errors.clone());
             }
-            drop(state);
             shard.wake_driver.notify_one();
         }
     }
