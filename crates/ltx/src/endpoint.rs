@@ -350,7 +350,7 @@ impl Endpoint {
                 }
             }
             for shared in &self.handle.shards {
-                shared.lock().refused_wakers.push(cx.waker().clone());
+                register(&mut shared.lock().refused_wakers, cx.waker());
             }
             Poll::Pending
         })
@@ -404,7 +404,7 @@ impl Endpoint {
                 }
             }
             for shared in shards {
-                shared.lock().accept_wakers.push(cx.waker().clone());
+                register(&mut shared.lock().accept_wakers, cx.waker());
             }
             Poll::Pending
         })
@@ -761,6 +761,16 @@ fn ask_for_prompt_wakeups() {
             ltx_realtime::prefer_prompt_wakeups();
         }
     });
+}
+
+/// Adds `waker` to `wakers` unless it is there already: a task waiting on
+/// every driver is woken by one, and its waker stays on the others' lists
+/// until they wake, so that without the check those lists would grow by
+/// one each time the task waits again.
+fn register(wakers: &mut Vec<Waker>, waker: &Waker) {
+    if !wakers.iter().any(|w| w.will_wake(waker)) {
+        wakers.push(waker.clone());
+    }
 }
 
 /// Closes every connection of an endpoint whose socket failed.

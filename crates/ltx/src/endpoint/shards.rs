@@ -305,6 +305,16 @@ mod tests {
     }
 
     #[test]
+    fn a_task_waiting_on_every_driver_is_listed_once_per_driver() {
+        let mut wakers = Vec::new();
+        let waker = std::task::Waker::noop();
+        for _ in 0..3 {
+            super::super::register(&mut wakers, waker);
+        }
+        assert_eq!(wakers.len(), 1);
+    }
+
+    #[test]
     fn the_last_driver_to_end_tells_the_reader() {
         let left = DriversLeft::new(2);
         left.one_done();
