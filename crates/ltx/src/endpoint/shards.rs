@@ -306,12 +306,20 @@ mod tests {
 
     #[test]
     fn a_task_waiting_on_every_driver_is_listed_once_per_driver() {
+        struct Task;
+        impl std::task::Wake for Task {
+            fn wake(self: Arc<Self>) {}
+        }
         let mut wakers = Vec::new();
-        let waker = std::task::Waker::noop();
+        let waker = std::task::Waker::from(Arc::new(Task));
         for _ in 0..3 {
-            super::super::register(&mut wakers, waker);
+            super::super::register(&mut wakers, &waker.clone());
         }
         assert_eq!(wakers.len(), 1);
+        // Another task is listed beside it.
+        let other = std::task::Waker::from(Arc::new(Task));
+        super::super::register(&mut wakers, &other);
+        assert_eq!(wakers.len(), 2);
     }
 
     #[test]
