@@ -16,6 +16,7 @@ use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
     parse_duration, parse_fraction, parse_queue, parse_rate, parse_size, QueueSpec,
 };
+use ltx_sim::Jitter;
 use serde_json::{json, Map, Value};
 
 /// What `ltx sim` can do.
@@ -71,6 +72,12 @@ pub(crate) struct RunArgs {
     /// Mark ECN at the bottleneck (CoDel) instead of only dropping.
     #[arg(long)]
     ecn: bool,
+    /// Delay jitter on both directions, in per cent of the round trip
+    /// (e.g. 10): each packet is delayed by a further uniform draw of up
+    /// to this and held behind the one before it, as Wi-Fi and cellular
+    /// links do.
+    #[arg(long, value_parser = parse_jitter)]
+    jitter: Option<f64>,
     #[command(flatten)]
     repair: RepairArgs,
     /// Print one JSON object instead of a summary.
@@ -115,6 +122,20 @@ pub(crate) fn run(command: SimCommand) -> anyhow::Result<()> {
     }
 }
 
+/// A jitter in per cent of the round trip, from 0 to 100.
+fn parse_jitter(text: &str) -> Result<f64, String> {
+    let percent: f64 = text
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of per cent"))?;
+    if !(percent.is_finite() && (0.0..=100.0).contains(&percent)) {
+        return Err(format!(
+            "{text}: a percentage of the round trip from 0 to 100"
+        ));
+    }
+    Ok(percent)
+}
+
 fn check_burst(burst: f64) -> anyhow::Result<()> {
     if !burst.is_finite() || burst < 1.0 {
         bail!("--burst {burst}: the mean burst length must be at least 1 packet");
@@ -140,7 +161,7 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
     if args.loss >= 1.0 {
         bail!("--loss must be below 100%: nothing crosses a path that loses everything");
     }
-    let scenario = Scenario {
+    let mut scenario = Scenario {
         rate_bps: args.rate,
         rtt: args.rtt,
         loss: args.loss,
@@ -159,6 +180,10 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
             .collect::<anyhow::Result<_>>()?,
         ..Scenario::default()
     };
+    scenario.faults.jitter = args.jitter.map(|percent| Jitter {
+        max: args.rtt.mul_f64(percent / 100.0),
+        reorder: false,
+    });
     let profiles = flow_profiles(args);
     let started = std::time::Instant::now();
     let result = scenario.run().context("building the scenario")?;

@@ -90,18 +90,59 @@ fn a_first_flight_held_in_clumps_is_not_taken_for_the_paths_rate() {
     for seed in 1..=3 {
         let cost = cost(LONG, 0.0, 1.0, seed);
         assert!(
-            cost <= 2.2,
+            cost <= 1.9,
             "seed {seed}: {cost:.3} times the clean path's time"
         );
     }
 }
 
 #[test]
-#[ignore = "fails: jitter of a tenth of the round trip costs 0.98-1.79x on the 20 and 40 ms \
-            paths and 1.34-4.25x on the 600 ms path (10 MB, 0-10 % loss, seeds 1-3): a flight \
-            held in clumps shows no rate start-up can send at, so it grows the window by round \
-            trips until a queue shows, and the delay the jitter adds reads as a queue the window \
-            is then scaled down by"]
+fn a_rate_the_path_did_not_show_is_not_taken_for_its_limit() {
+    // On a path that holds packets in clumps, pairs of ACKs and trains
+    // sent slower than the path drains measure the jitter and the
+    // sender's own pace: start-up that stopped at such a rate (a sixth of
+    // the path's) took 4.2 times the clean path's time at 5 % loss, and
+    // 1.9-2.7 in the other cells. Only a train the bottleneck spread out
+    // counts; until one does, the window grows.
+    for (loss, burst) in [(0.05, 1.0), (0.1, 5.0)] {
+        for seed in 1..=3 {
+            let cost = cost(LONG, loss, burst, seed);
+            assert!(
+                cost <= 1.9,
+                "loss {loss} in bursts of {burst}, seed {seed}: {cost:.3} times the clean path's time"
+            );
+        }
+    }
+}
+
+#[test]
+fn jitter_hides_no_room_from_the_window_on_short_paths() {
+    // The delay jitter adds reads as a queue: the window, cut by
+    // RTTmin / RTT and grown a datagram per round trip, stayed short of
+    // the path, up to 1.79 times the clean path's time. The probe for
+    // room steps it up where the delay does not follow it.
+    let mut over: Vec<String> = Vec::new();
+    for path in SHORT {
+        for (loss, burst) in [(0.0, 1.0), (0.05, 1.0), (0.1, 5.0)] {
+            for seed in 1..=3 {
+                let cost = cost(path, loss, burst, seed);
+                if cost > 1.3 {
+                    over.push(format!(
+                        "{} ms, loss {loss} in bursts of {burst}, seed {seed}: {cost:.3}x",
+                        path.rtt.as_millis()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(over.is_empty(), "over 1.3 times:\n{}", over.join("\n"));
+}
+
+#[test]
+#[ignore = "fails: jitter of a tenth of the round trip costs 0.97-1.27x on the 20 and 40 ms \
+            paths and 1.32-1.77x on the 600 ms path (10 MB, 0-10 % loss, seeds 1-3): a \
+            flight held in clumps shows no rate start-up can jump to, so on the long path it \
+            grows the window by round trips until a queue shows"]
 fn jitter_of_a_tenth_of_the_round_trip_costs_at_most_five_percent() {
     let mut worst: Vec<String> = Vec::new();
     for path in SHORT.into_iter().chain([LONG]) {

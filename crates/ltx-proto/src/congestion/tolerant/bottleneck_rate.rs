@@ -13,6 +13,8 @@ pub(super) struct Train {
     /// When the packet of the first ACK was sent: a lost packet sent after
     /// it had its slot inside the train.
     pub(super) first_sent: Instant,
+    /// When the latest packet acknowledged in it was sent.
+    pub(super) last_sent: Instant,
     pub(super) last: Instant,
     /// The longest time between two of its ACKs.
     pub(super) longest_gap: Duration,
@@ -49,15 +51,37 @@ impl Train {
         Some(counted.min((acked as f64 * TRAIN_OVER_ACKED) as u64))
     }
 
+    /// The time from its first ACK to its last.
+    pub(super) fn span(&self) -> Duration {
+        self.last.saturating_duration_since(self.first)
+    }
+
     /// Whether the train came back in clumps rather than at a spacing:
-    /// one gap between its ACKs holds a quarter of its span, and the span
+    /// one gap between its ACKs holds a quarter of its span, more than
+    /// twice the slots of the packets it lost would leave, and the span
     /// is time enough for [`EARLY_PAIR_SAMPLES`] pairs of ACKs at least
     /// [`MIN_PAIR_GAP`] apart. A path that holds packets in order behind a
     /// delayed one returns a flight so; the train's span is then the
-    /// delay's jitter, not the bottleneck's spacing.
+    /// delay's jitter, not the bottleneck's spacing. A burst of loss
+    /// leaves a gap too, of its packets' slots.
     pub(super) fn clumped(&self) -> bool {
-        let span = self.last.saturating_duration_since(self.first);
-        span >= MIN_PAIR_GAP * EARLY_PAIR_SAMPLES as u32 && self.longest_gap >= span / 4
+        let span = self.span();
+        let slot = span / u32::try_from(self.packets.max(1)).unwrap_or(u32::MAX);
+        let lost = u32::try_from(self.packets.saturating_sub(self.acks)).unwrap_or(u32::MAX);
+        span >= MIN_PAIR_GAP * EARLY_PAIR_SAMPLES as u32
+            && self.longest_gap >= span / 4
+            && self.longest_gap > slot * lost.saturating_add(1).saturating_mul(2)
+    }
+
+    /// Whether the bottleneck spread the train out: its ACKs span at least
+    /// [`DISPERSION`] times the time its packets took to leave. A train
+    /// sent slower than the path drains comes back at the rate it was
+    /// sent: its rate is the sender's, a floor under the path's, not a
+    /// measure of it.
+    pub(super) fn dispersed(&self) -> bool {
+        let acks = self.last.saturating_duration_since(self.first);
+        let sent = self.last_sent.saturating_duration_since(self.first_sent);
+        acks.as_secs_f64() >= sent.as_secs_f64() * DISPERSION
     }
 
     /// The rate of what was acknowledged alone: below the bottleneck's by
@@ -71,6 +95,11 @@ impl Train {
 /// loss a path may have, at most half its packets in random loss, and a
 /// burst of loss at a train's end lengthens it no more.
 pub(super) const TRAIN_OVER_ACKED: f64 = 3.0;
+
+/// How much longer than its packets took to leave a train's ACKs must
+/// span for [`Train::dispersed`]: more than jitter of the ACK path moves
+/// the ends of a train sent at the rate it comes back at.
+pub(super) const DISPERSION: f64 = 1.25;
 
 /// ACKs that arrive at one instant, for packet-pair dispersion.
 #[derive(Debug, Clone, Copy)]

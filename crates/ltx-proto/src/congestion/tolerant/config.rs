@@ -19,6 +19,7 @@ pub struct TolerantConfig {
     pub(super) queue_target: Option<f64>,
     pub(super) delivery_cap: Option<f64>,
     pub(super) probe_burst: u64,
+    pub(super) room_probe: bool,
 }
 
 impl Default for TolerantConfig {
@@ -34,6 +35,7 @@ impl Default for TolerantConfig {
             queue_target: Some(0.25),
             delivery_cap: None,
             probe_burst: 10,
+            room_probe: true,
         }
     }
 }
@@ -74,6 +76,16 @@ impl TolerantConfig {
     /// rate was measured; see `docs/design/start-up.md`).
     pub fn probe_burst(&mut self, datagrams: u64) -> &mut Self {
         self.probe_burst = datagrams;
+        self
+    }
+
+    /// Whether the window probes, after start-up, for room the delay does
+    /// not show (default on): where it is short of what the measured rate
+    /// fills over the round trip seen, it steps up by at most a quarter
+    /// and keeps the step unless the round trip rises with it (see
+    /// `docs/design/congestion-response.md`).
+    pub fn room_probe(&mut self, on: bool) -> &mut Self {
+        self.room_probe = on;
         self
     }
 

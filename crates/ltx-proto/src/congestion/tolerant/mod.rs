@@ -38,6 +38,7 @@ mod config;
 mod delivery_rate;
 mod queue;
 mod resume;
+mod room_probe;
 mod startup;
 #[cfg(test)]
 mod tests;
@@ -46,6 +47,7 @@ pub use config::TolerantConfig;
 use delivery_rate::DeliveryRate;
 use queue::{DrainWatch, StandingQueue, ACK_CLOCK_HEADROOM, STANDING_QUEUE};
 use resume::Resume;
+use room_probe::RoomProbe;
 use startup::Startup;
 
 /// ltx's congestion controller: the window starts from a measured
@@ -85,6 +87,8 @@ pub struct Tolerant {
     drains: DrainWatch,
     /// The rate of delivered bytes over the last rounds.
     delivered: DeliveryRate,
+    /// The probe for room the delay does not show.
+    room: RoomProbe,
 }
 
 impl Tolerant {
@@ -109,6 +113,7 @@ impl Tolerant {
             ecn_epoch: None,
             drains: DrainWatch::default(),
             delivered: DeliveryRate::default(),
+            room: RoomProbe::default(),
         }
     }
 
@@ -159,9 +164,10 @@ impl Tolerant {
 
     /// Starts a new loss round at `now`; RTT samples of packets sent before
     /// it no longer describe the queue.
-    fn set_loss_epoch(&mut self, now: Instant) {
+    fn set_loss_epoch(&mut self, now: Instant, rtt: &RttEstimator) {
         self.loss_epoch = Some(now);
         self.standing = StandingQueue::default();
+        self.room.cancel(now, rtt.smoothed());
     }
 
     /// An acknowledgement after start-up: the queue target, then additive
@@ -184,6 +190,7 @@ impl Tolerant {
         if self.drain_standing_queue(now, rtt) {
             return;
         }
+        self.probe_for_room(now, rtt);
         self.acked_towards_increase = self.acked_towards_increase.saturating_add(bytes);
         let increments = self.acked_towards_increase / self.window;
         self.acked_towards_increase %= self.window;
@@ -210,6 +217,7 @@ impl Controller for Tolerant {
         app_limited: bool,
         rtt: &RttEstimator,
     ) {
+        self.room.on_rtt_sample(rtt.latest());
         if self.loss_epoch.is_none_or(|epoch| sent > epoch) {
             self.standing.on_sample(now, rtt.latest(), rtt.smoothed());
         }
@@ -279,7 +287,7 @@ impl Controller for Tolerant {
                 .min(no_queue);
             self.window = self.window.saturating_add(headroom).min(before);
         }
-        self.set_loss_epoch(now);
+        self.set_loss_epoch(now, rtt);
         if factor <= 0.9 {
             self.ecn_epoch = Some(now);
         }
@@ -304,7 +312,7 @@ impl Controller for Tolerant {
             self.scale(self.config.ecn_beta);
         }
         self.ecn_epoch = Some(now);
-        self.set_loss_epoch(now);
+        self.set_loss_epoch(now, rtt);
     }
 
     fn on_rtt_sample(&mut self, now: Instant, rtt: &RttEstimator) {

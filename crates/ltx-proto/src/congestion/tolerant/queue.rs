@@ -191,7 +191,7 @@ impl Tolerant {
             return false;
         }
         self.scale(self.rtt_ratio(rtt));
-        self.set_loss_epoch(now);
+        self.set_loss_epoch(now, rtt);
         self.drains.drained(now);
         true
     }

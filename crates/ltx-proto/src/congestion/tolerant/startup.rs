@@ -52,6 +52,11 @@ const PAIR_OVER_SLOTS: f64 = 1.25;
 /// spacing can fall far below the path's rate.
 const STEADY_JITTER: f64 = 0.125;
 
+/// How many times the span of a flight that came back in clumps a train
+/// must span on such a path for its spread to measure the bottleneck: the
+/// jitter then moves its ends by a quarter of its span at most.
+const JITTER_SPANS: u32 = 4;
+
 /// How many consecutive RTT samples must show a queue to end start-up.
 pub(super) const QUEUE_SAMPLES: usize = 8;
 
@@ -104,6 +109,15 @@ pub(super) struct Startup {
     /// (a jitter of the round's RTT samples within [`STEADY_JITTER`] of
     /// RTTmin); otherwise start-up grows the window until a queue shows.
     pub(super) measured: bool,
+    /// Whether a start-up train came back in clumps ([`Train::clumped`]):
+    /// the path holds packets behind delayed ones, pairs of ACKs measure
+    /// its jitter, and only a train the bottleneck spread out
+    /// ([`Train::dispersed`]) measures its rate.
+    pub(super) held_in_clumps: bool,
+    /// The longest span of a train that came back in clumps: how far the
+    /// path's jitter moves an ACK, which a train must span many times over
+    /// for its spread to be the bottleneck's.
+    clumps_span: Duration,
     /// A rate, bytes per second, whose product the window does not grow
     /// past while no rate is measured: after a careful-resume retreat
     /// without a queue, the saved rate.
@@ -131,6 +145,8 @@ impl Startup {
             jitter: RoundJitter::default(),
             first_flight_rate: None,
             measured: false,
+            held_in_clumps: false,
+            clumps_span: Duration::ZERO,
             growth_limit: None,
         }
     }
@@ -225,6 +241,7 @@ impl Tolerant {
                     .longest_gap
                     .max(now.saturating_duration_since(train.last));
                 train.last = train.last.max(now);
+                train.last_sent = train.last_sent.max(sent);
                 train.acks = train.acks.saturating_add(1);
                 train.packets = train.packets.saturating_add(1);
                 train.bytes_after_first = train.bytes_after_first.saturating_add(bytes);
@@ -234,6 +251,7 @@ impl Tolerant {
                 self.startup.train = Some(Train {
                     first: now,
                     first_sent: sent,
+                    last_sent: sent,
                     last: now,
                     longest_gap: Duration::ZERO,
                     acks: 1,
@@ -330,6 +348,10 @@ impl Tolerant {
         let Some(train) = self.startup.train.take() else {
             return;
         };
+        if train.clumped() {
+            self.startup.held_in_clumps = true;
+            self.startup.clumps_span = self.startup.clumps_span.max(train.span());
+        }
         if let Some(acked) = train.acked_rate() {
             self.startup.last_train_rate = Some(acked);
         }
@@ -351,7 +373,9 @@ impl Tolerant {
     /// and a pair median then reads a multiple of the path's rate, while a
     /// train spans the whole flight (`docs/design/start-up.md`).
     pub(super) fn take_pair_rate(&mut self, rate: u64, rtt: &RttEstimator) {
-        self.startup.measured = self.steady(rtt);
+        if !self.startup.held_in_clumps {
+            self.startup.measured = self.steady(rtt);
+        }
         let current = self.startup.train.as_ref();
         let acked = current
             .and_then(Train::acked_rate)
@@ -442,7 +466,12 @@ impl Tolerant {
             .startup
             .train
             .as_ref()
-            .filter(|train| train.packets == train.acks && !train.clumped())
+            .filter(|train| {
+                train.packets == train.acks
+                    && !train.clumped()
+                    && train.dispersed()
+                    && train.span() >= self.startup.clumps_span * JITTER_SPANS
+            })
             .map_or(0, |train| train.acks);
         self.close_train();
         if self.startup.round_window_limited {
@@ -454,7 +483,10 @@ impl Tolerant {
         // says whether to send at it. A train that came back in clumps
         // ([`Train::clumped`]) measured the path's jitter, not its rate:
         // start-up keeps growing the window rather than send at it.
-        if !paired && clean_train_acks >= TRUSTED_TRAIN_ACKS && self.max_rate.is_some() {
+        if (!paired || self.startup.held_in_clumps)
+            && clean_train_acks >= TRUSTED_TRAIN_ACKS
+            && self.max_rate.is_some()
+        {
             self.startup.measured = self.steady(rtt);
         }
         self.startup.settled_rate = self.max_rate;
@@ -513,7 +545,7 @@ impl Tolerant {
             Some(bdp) => self.window = bdp.max(self.min_window()),
             None => self.scale(self.rtt_ratio(rtt)),
         }
-        self.set_loss_epoch(now);
+        self.set_loss_epoch(now, rtt);
         self.ecn_epoch = Some(now);
     }
 

@@ -227,6 +227,7 @@ fn train_at(at_us: &[u64]) -> bottleneck_rate::Train {
     bottleneck_rate::Train {
         first: start,
         first_sent: start,
+        last_sent: start,
         last: start + Duration::from_micros(last),
         longest_gap,
         acks: count,
@@ -253,4 +254,99 @@ fn a_train_at_the_bottlenecks_spacing_is_not_clumped_and_one_held_in_order_is() 
     // A train too short to have given four pairs says nothing either way.
     let short = [0, 0, 400, 400, 900, 900];
     assert!(!train_at(&short).clumped());
+}
+
+#[test]
+fn a_gap_left_by_a_burst_of_loss_is_not_clumps() {
+    // 32 packets at 240 µs (50 Mbit/s), the 10 from the 12th lost: a gap
+    // of 11 slots, more than a quarter of the span, and no clumps. Held
+    // in order on a jittery path, the same train with one loss is.
+    let arrivals: Vec<u64> = (0..32)
+        .filter(|i| !(12..22).contains(i))
+        .map(|i| i * 240)
+        .collect();
+    let mut lossy = train_at(&arrivals);
+    lossy.packets = 32;
+    assert!(lossy.longest_gap >= lossy.span() / 4);
+    assert!(!lossy.clumped());
+    let mut held = vec![0; 15];
+    held.extend([30_000; 16]);
+    let mut held = train_at(&held);
+    held.packets += 1;
+    assert!(held.clumped());
+}
+
+#[test]
+fn a_train_sent_as_slowly_as_it_came_back_is_not_dispersed() {
+    // Sent over 300 ms and acknowledged over 330 ms: the sender's pace, not
+    // the bottleneck's. Sent at once and spread over 7 ms: the bottleneck's.
+    let start = Instant::now();
+    let mut paced = train_at(&[0, 330_000]);
+    paced.last_sent = start + Duration::from_millis(300);
+    assert!(!paced.dispersed());
+    let burst = train_at(&(0..30).map(|i| i * 240).collect::<Vec<_>>());
+    assert!(burst.dispersed());
+}
+
+/// The window after one second after start-up at 10 MB/s, RTTmin 90 ms,
+/// from a window of 900 kB, an ACK a millisecond whose RTT is 100 ms
+/// plus 0 or 4 ms of jitter, plus `queue(window)`: the queue the window
+/// builds.
+fn window_after_probing(queue: impl Fn(u64) -> Duration) -> u64 {
+    let start = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    cc.in_startup = false;
+    cc.max_rate = Some(10_000_000);
+    cc.window = 900_000;
+    let mut rtt = RttEstimator::new(Duration::from_millis(90));
+    rtt.update(Duration::ZERO, Duration::from_millis(90));
+    for ms in 1..=1000u64 {
+        let jitter = Duration::from_millis(4 * (ms % 2));
+        let sample = Duration::from_millis(100) + jitter + queue(cc.window());
+        rtt.update(Duration::ZERO, sample);
+        let now = start + Duration::from_millis(ms);
+        cc.on_ack(now, now - sample, 1200, false, &rtt);
+    }
+    cc.window()
+}
+
+#[test]
+fn a_step_the_delay_does_not_follow_is_kept_and_one_it_follows_is_undone() {
+    // The measured rate fills 1 MB over the 100 ms the flow sees: the
+    // probe steps up by 100 kB. Where the delay is the path's jitter, it
+    // stays as it was and the step is kept; where the flow's own window
+    // builds the queue, it rises by the step over the rate (10 ms) and
+    // the step is undone. Either way the additive increase adds a few
+    // datagrams.
+    let jitter_only = window_after_probing(|_| Duration::ZERO);
+    assert!(jitter_only >= 1_000_000, "window {jitter_only}");
+    let own_queue = window_after_probing(|window| {
+        Duration::from_secs_f64(window.saturating_sub(900_000) as f64 / 10_000_000.0)
+    });
+    assert!(
+        (900_000..900_000 + 10 * 1200).contains(&own_queue),
+        "window {own_queue}"
+    );
+}
+
+#[test]
+fn a_smooth_delay_is_not_probed() {
+    // The same window short of what the rate fills, but RTT samples that
+    // change by less than a datagram's time at the rate (120 µs): a
+    // queue, the flow's own or shared, not jitter; the window grows by
+    // additive increase alone.
+    let start = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    cc.in_startup = false;
+    cc.max_rate = Some(10_000_000);
+    cc.window = 900_000;
+    let mut rtt = RttEstimator::new(Duration::from_millis(90));
+    rtt.update(Duration::ZERO, Duration::from_millis(90));
+    for ms in 1..=1000u64 {
+        let sample = Duration::from_micros(104_000 + 50 * (ms % 2));
+        rtt.update(Duration::ZERO, sample);
+        let now = start + Duration::from_millis(ms);
+        cc.on_ack(now, now - sample, 1200, false, &rtt);
+    }
+    assert!(cc.window() < 900_000 + 10 * 1200, "window {}", cc.window());
 }
