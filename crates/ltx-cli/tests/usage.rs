@@ -65,6 +65,17 @@ fn a_rate_without_a_unit_is_refused() {
 }
 
 #[test]
+fn a_jitter_outside_the_round_trip_is_refused() {
+    for bad in ["--jitter=150", "--jitter=-1", "--jitter=lots"] {
+        let out = ltx(&["sim", "run", bad, "--size", "10kB"]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", stderr(&out));
+        assert!(stderr(&out).contains("--jitter"), "{bad}: {}", stderr(&out));
+    }
+    let out = ltx(&["sim", "run", "--jitter", "10%", "--size", "10kB", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
 fn each_sides_help_speaks_of_its_own_keys() {
     let send = String::from_utf8_lossy(&ltx(&["send", "--help"]).stdout).into_owned();
     assert!(!send.contains("--allow <FILE>"), "{send}");

@@ -82,8 +82,9 @@ fn jitter_that_holds_packets_in_order_is_not_a_queue() {
     // Seed 9373: 4.9 MB over 2.7 Mbit/s and 911 ms with up to 437 ms of
     // jitter that keeps packets in order (T* 18.9 s). Read as a queue the
     // flow built, the jitter held the window at a tenth of the path's and
-    // the run delivered at 435.7 s, 23 times T*; with the probe for room
-    // that the delay does not show, within 20 times T*.
+    // the run delivered at 435.7 s, 23 times T*; now start-up takes a rate
+    // only from ACKs the bottleneck spread and the window probes for room
+    // the delay does not show: within 20 times T*.
     let case = SoakCase::draw(9373);
     let report = case.run();
     assert!(
