@@ -80,6 +80,26 @@ fn cost(path: Path, loss: f64, burst: f64, seed: u64) -> f64 {
     jittered / clean
 }
 
+/// The cells of `paths` (0 %, 5 %, 10 % in bursts of 5; seeds 1-3) whose
+/// jitter costs more than `limit` times the clean path's time.
+fn costs_over(paths: &[Path], limit: f64) -> Vec<String> {
+    let mut over = Vec::new();
+    for &path in paths {
+        for (loss, burst) in [(0.0, 1.0), (0.05, 1.0), (0.1, 5.0)] {
+            for seed in 1..=3 {
+                let cost = cost(path, loss, burst, seed);
+                if cost > limit {
+                    over.push(format!(
+                        "{} ms, loss {loss} in bursts of {burst}, seed {seed}: {cost:.3}x",
+                        path.rtt.as_millis()
+                    ));
+                }
+            }
+        }
+    }
+    over
+}
+
 #[test]
 fn a_first_flight_held_in_clumps_is_not_taken_for_the_paths_rate() {
     // The first flight leaves back to back and comes back in a few clumps
@@ -121,20 +141,7 @@ fn jitter_hides_no_room_from_the_window_on_short_paths() {
     // RTTmin / RTT and grown a datagram per round trip, stayed short of
     // the path, up to 1.79 times the clean path's time. The probe for
     // room steps it up where the delay does not follow it.
-    let mut over: Vec<String> = Vec::new();
-    for path in SHORT {
-        for (loss, burst) in [(0.0, 1.0), (0.05, 1.0), (0.1, 5.0)] {
-            for seed in 1..=3 {
-                let cost = cost(path, loss, burst, seed);
-                if cost > 1.3 {
-                    over.push(format!(
-                        "{} ms, loss {loss} in bursts of {burst}, seed {seed}: {cost:.3}x",
-                        path.rtt.as_millis()
-                    ));
-                }
-            }
-        }
-    }
+    let over = costs_over(&SHORT, 1.3);
     assert!(over.is_empty(), "over 1.3 times:\n{}", over.join("\n"));
 }
 
@@ -144,19 +151,6 @@ fn jitter_hides_no_room_from_the_window_on_short_paths() {
             flight held in clumps shows no rate start-up can jump to, so on the long path it \
             grows the window by round trips until a queue shows"]
 fn jitter_of_a_tenth_of_the_round_trip_costs_at_most_five_percent() {
-    let mut worst: Vec<String> = Vec::new();
-    for path in SHORT.into_iter().chain([LONG]) {
-        for (loss, burst) in [(0.0, 1.0), (0.05, 1.0), (0.1, 5.0)] {
-            for seed in 1..=3 {
-                let cost = cost(path, loss, burst, seed);
-                if cost > 1.05 {
-                    worst.push(format!(
-                        "{} ms, loss {loss} in bursts of {burst}, seed {seed}: {cost:.3}x",
-                        path.rtt.as_millis()
-                    ));
-                }
-            }
-        }
-    }
-    assert!(worst.is_empty(), "over 5 %:\n{}", worst.join("\n"));
+    let over = costs_over(&[SHORT[0], SHORT[1], LONG], 1.05);
+    assert!(over.is_empty(), "over 5 %:\n{}", over.join("\n"));
 }

@@ -62,19 +62,25 @@ fn jitter_and_a_shrinking_window_do_not_pass_for_congestion() {
     // window fell to 1–2 % of the path's and both passed their deadlines
     // (94 % and 87 % read). Both must now deliver well inside it.
     for (seed, bound) in [(3130, 40.0), (8113, 60.0)] {
-        let case = SoakCase::draw(seed);
-        let report = case.run();
-        assert!(
-            report.outcome == SoakOutcome::Delivered,
-            "seed {seed}: {case}\n{}",
-            report.outcome
-        );
-        let secs = report.completion.expect("delivered").as_secs_f64();
-        assert!(
-            secs <= bound,
-            "seed {seed}: delivered at {secs:.1} s of virtual time, bound {bound} s"
-        );
+        assert_delivered_within(seed, bound);
     }
+}
+
+/// Runs soak seed `seed` and checks that it delivers within `bound`
+/// seconds of virtual time.
+fn assert_delivered_within(seed: u64, bound: f64) {
+    let case = SoakCase::draw(seed);
+    let report = case.run();
+    assert!(
+        report.outcome == SoakOutcome::Delivered,
+        "seed {seed}: {case}\n{}",
+        report.outcome
+    );
+    let secs = report.completion.expect("delivered").as_secs_f64();
+    assert!(
+        secs <= bound,
+        "seed {seed}: delivered at {secs:.1} s of virtual time, bound {bound} s"
+    );
 }
 
 #[test]
@@ -85,18 +91,7 @@ fn jitter_that_holds_packets_in_order_is_not_a_queue() {
     // the run delivered at 435.7 s, 23 times T*; now start-up takes a rate
     // only from ACKs the bottleneck spread and the window probes for room
     // the delay does not show: within 20 times T*.
-    let case = SoakCase::draw(9373);
-    let report = case.run();
-    assert!(
-        report.outcome == SoakOutcome::Delivered,
-        "seed 9373: {case}\n{}",
-        report.outcome
-    );
-    let secs = report.completion.expect("delivered").as_secs_f64();
-    assert!(
-        secs <= 20.0 * 18.924,
-        "seed 9373: delivered at {secs:.1} s of virtual time, T* 18.9 s"
-    );
+    assert_delivered_within(9373, 20.0 * 18.924);
 }
 
 #[test]

@@ -289,10 +289,9 @@ fn a_train_sent_as_slowly_as_it_came_back_is_not_dispersed() {
 }
 
 /// The window after one second after start-up at 10 MB/s, RTTmin 90 ms,
-/// from a window of 900 kB, an ACK a millisecond whose RTT is 100 ms
-/// plus 0 or 4 ms of jitter, plus `queue(window)`: the queue the window
-/// builds.
-fn window_after_probing(queue: impl Fn(u64) -> Duration) -> u64 {
+/// from a window of 900 kB, an ACK a millisecond whose RTT is
+/// `sample(millisecond, window)`.
+fn window_after_probing(sample: impl Fn(u64, u64) -> Duration) -> u64 {
     let start = Instant::now();
     let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
     cc.in_startup = false;
@@ -301,13 +300,17 @@ fn window_after_probing(queue: impl Fn(u64) -> Duration) -> u64 {
     let mut rtt = RttEstimator::new(Duration::from_millis(90));
     rtt.update(Duration::ZERO, Duration::from_millis(90));
     for ms in 1..=1000u64 {
-        let jitter = Duration::from_millis(4 * (ms % 2));
-        let sample = Duration::from_millis(100) + jitter + queue(cc.window());
+        let sample = sample(ms, cc.window());
         rtt.update(Duration::ZERO, sample);
         let now = start + Duration::from_millis(ms);
         cc.on_ack(now, now - sample, 1200, false, &rtt);
     }
     cc.window()
+}
+
+/// 100 ms and 0 or 4 ms of jitter, by the millisecond.
+fn jittered(ms: u64) -> Duration {
+    Duration::from_millis(100 + 4 * (ms % 2))
 }
 
 #[test]
@@ -318,10 +321,11 @@ fn a_step_the_delay_does_not_follow_is_kept_and_one_it_follows_is_undone() {
     // builds the queue, it rises by the step over the rate (10 ms) and
     // the step is undone. Either way the additive increase adds a few
     // datagrams.
-    let jitter_only = window_after_probing(|_| Duration::ZERO);
+    let jitter_only = window_after_probing(|ms, _| jittered(ms));
     assert!(jitter_only >= 1_000_000, "window {jitter_only}");
-    let own_queue = window_after_probing(|window| {
-        Duration::from_secs_f64(window.saturating_sub(900_000) as f64 / 10_000_000.0)
+    let own_queue = window_after_probing(|ms, window| {
+        let queue = window.saturating_sub(900_000) as f64 / 10_000_000.0;
+        jittered(ms) + Duration::from_secs_f64(queue)
     });
     assert!(
         (900_000..900_000 + 10 * 1200).contains(&own_queue),
@@ -335,18 +339,6 @@ fn a_smooth_delay_is_not_probed() {
     // change by less than a datagram's time at the rate (120 µs): a
     // queue, the flow's own or shared, not jitter; the window grows by
     // additive increase alone.
-    let start = Instant::now();
-    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
-    cc.in_startup = false;
-    cc.max_rate = Some(10_000_000);
-    cc.window = 900_000;
-    let mut rtt = RttEstimator::new(Duration::from_millis(90));
-    rtt.update(Duration::ZERO, Duration::from_millis(90));
-    for ms in 1..=1000u64 {
-        let sample = Duration::from_micros(104_000 + 50 * (ms % 2));
-        rtt.update(Duration::ZERO, sample);
-        let now = start + Duration::from_millis(ms);
-        cc.on_ack(now, now - sample, 1200, false, &rtt);
-    }
-    assert!(cc.window() < 900_000 + 10 * 1200, "window {}", cc.window());
+    let window = window_after_probing(|ms, _| Duration::from_micros(104_000 + 50 * (ms % 2)));
+    assert!(window < 900_000 + 10 * 1200, "window {window}");
 }
