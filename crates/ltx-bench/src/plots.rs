@@ -172,30 +172,7 @@ fn lines<DB: DrawingBackend>(
         .label_style((FAMILY, 14))
         .draw()
         .map_err(failed)?;
-    for (system, points) in in_order(series, frame.names) {
-        let colour = colour(system, frame.names);
-        chart
-            .draw_series(LineSeries::new(
-                points.iter().copied(),
-                colour.stroke_width(2),
-            ))
-            .map_err(failed)?
-            .label(system)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-            });
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-            .map_err(failed)?;
-    }
-    chart
-        .configure_series_labels()
-        .label_font((FAMILY, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(failed)?;
+    named_lines(&mut chart, frame, series, SeriesLabelPosition::UpperLeft)?;
     root.present().map_err(failed)?;
     Ok(())
 }
@@ -234,6 +211,24 @@ fn frontier<DB: DrawingBackend>(
         .label_style((FAMILY, 14))
         .draw()
         .map_err(failed)?;
+    named_lines(&mut chart, frame, series, SeriesLabelPosition::UpperRight)?;
+    root.present().map_err(failed)?;
+    Ok(())
+}
+
+/// Each series as a line with its points marked, in the colours of
+/// `frame.names`, and their legend at `legend`.
+fn named_lines<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    frame: &Frame<'_>,
+    series: &Series,
+    legend: SeriesLabelPosition,
+) -> anyhow::Result<()>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
     for (name, points) in in_order(series, frame.names) {
         let colour = colour(name, frame.names);
         chart
@@ -255,10 +250,9 @@ fn frontier<DB: DrawingBackend>(
         .label_font((FAMILY, 14))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
+        .position(legend)
         .draw()
         .map_err(failed)?;
-    root.present().map_err(failed)?;
     Ok(())
 }
 
@@ -300,4 +294,41 @@ fn scatter<DB: DrawingBackend>(
     }
     root.present().map_err(failed)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_line_plots_name_every_series_in_their_legend() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let frame = Frame {
+            title: "a plot",
+            x: "x",
+            y: "y",
+            names: &["ltx", "quic-bbr"],
+        };
+        let mut series = Series::new();
+        series.insert("ltx", vec![(10.0, 1.02), (100.0, 1.01)]);
+        series.insert("quic-bbr", vec![(20.0, 1.5), (200.0, 1.2)]);
+        for (stem, paths) in [
+            (
+                "lines",
+                log_lines(&dir.path().join("lines"), &frame, &series),
+            ),
+            (
+                "frontier",
+                frontier_lines(&dir.path().join("frontier"), &frame, &series),
+            ),
+        ] {
+            let paths = paths.unwrap_or_else(|e| panic!("{stem}: {e:#}"));
+            let svg = std::fs::read_to_string(&paths[0]).expect("the SVG file");
+            for name in ["ltx", "quic-bbr", "a plot"] {
+                assert!(svg.contains(name), "{stem}: no {name:?}");
+            }
+            let png = std::fs::metadata(&paths[1]).expect("the PNG file");
+            assert!(png.len() > 1000, "{stem}: a PNG of {} bytes", png.len());
+        }
+    }
 }
