@@ -137,12 +137,34 @@ impl Tolerant {
             .saturating_mul(self.max_datagram)
     }
 
-    /// Multiplies the window by `factor`, down to the minimum.
-    fn scale(&mut self, factor: f64) {
+    /// Multiplies the window by `factor`, down to the floor a cut keeps
+    /// ([`Tolerant::cut_floor`]).
+    fn scale(&mut self, factor: f64, rtt: &RttEstimator) {
         // `as` saturates, and the product is no larger than the window.
         let scaled = (self.window as f64 * factor) as u64;
-        self.window = scaled.min(self.window).max(self.min_window());
+        let floor = self.cut_floor(rtt);
+        self.window = scaled.max(floor).min(self.window).max(self.min_window());
         self.acked_towards_increase = 0;
+    }
+
+    /// The window no cut goes below: what the flow's own rate (window over
+    /// smoothed RTT) sends in the queue margin the queue target leaves to
+    /// host scheduling ([`RttEstimator::queue_margin`]). Where the
+    /// minimum RTT is a few tens of microseconds (loopback, a LAN at
+    /// gigabits), batching in the two hosts, not a queue, sets most of each
+    /// RTT sample, and `RTTmin / RTT` would cut the window below one send
+    /// batch: both ends then take turns instead of working at once
+    /// (`docs/design/congestion-response.md`). Elsewhere it is below the
+    /// bandwidth-delay product and never binds.
+    fn cut_floor(&self, rtt: &RttEstimator) -> u64 {
+        let srtt = rtt.smoothed().as_secs_f64();
+        if srtt <= 0.0 {
+            return self.min_window();
+        }
+        let margin = rtt.queue_margin(self.config.delay_exit_extra);
+        // `as` saturates.
+        let floor = (self.window as f64 * margin.as_secs_f64() / srtt) as u64;
+        floor.max(self.min_window())
     }
 
     /// Takes a rate known before any was measured (a hint, a saved path's
@@ -269,7 +291,7 @@ impl Controller for Tolerant {
             return;
         }
         let before = self.window;
-        self.scale(factor);
+        self.scale(factor, rtt);
         // Only where the cut trims a queue within the queue target: a
         // deeper one answers a queue that grew past it, most likely losses
         // of congestion the estimate has taken for random ones (four flows
@@ -306,10 +328,10 @@ impl Controller for Tolerant {
         if self.in_startup {
             self.exit_startup(now, rtt);
             if self.max_rate.is_none() {
-                self.scale(self.config.ecn_beta);
+                self.scale(self.config.ecn_beta, rtt);
             }
         } else {
-            self.scale(self.config.ecn_beta);
+            self.scale(self.config.ecn_beta, rtt);
         }
         self.ecn_epoch = Some(now);
         self.set_loss_epoch(now, rtt);

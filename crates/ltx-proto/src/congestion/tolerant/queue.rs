@@ -190,7 +190,7 @@ impl Tolerant {
         if !self.drains.allows(now, above, rtt.smoothed()) || !above {
             return false;
         }
-        self.scale(self.rtt_ratio(rtt));
+        self.scale(self.rtt_ratio(rtt), rtt);
         self.set_loss_epoch(now, rtt);
         self.drains.drained(now);
         true

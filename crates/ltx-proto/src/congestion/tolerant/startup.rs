@@ -542,8 +542,8 @@ impl Tolerant {
         self.delivered = DeliveryRate::default();
         self.acked_towards_increase = 0;
         match self.bdp(rtt) {
-            Some(bdp) => self.window = bdp.max(self.min_window()),
-            None => self.scale(self.rtt_ratio(rtt)),
+            Some(bdp) => self.window = bdp.max(self.cut_floor(rtt)),
+            None => self.scale(self.rtt_ratio(rtt), rtt),
         }
         self.set_loss_epoch(now, rtt);
         self.ecn_epoch = Some(now);
@@ -563,6 +563,6 @@ impl Tolerant {
         if queued.is_zero() {
             return;
         }
-        self.scale(rtt.min().as_secs_f64() / queued.as_secs_f64());
+        self.scale(rtt.min().as_secs_f64() / queued.as_secs_f64(), rtt);
     }
 }

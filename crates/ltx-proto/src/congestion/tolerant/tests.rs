@@ -342,3 +342,52 @@ fn a_smooth_delay_is_not_probed() {
     let window = window_after_probing(|ms, _| Duration::from_micros(104_000 + 50 * (ms % 2)));
     assert!(window < 900_000 + 10 * 1200, "window {window}");
 }
+
+/// An estimator whose minimum is `min` and whose smoothed RTT settles at
+/// `smoothed`.
+fn rtt_between(min: Duration, smoothed: Duration) -> RttEstimator {
+    let mut rtt = RttEstimator::new(min);
+    rtt.update(Duration::ZERO, min);
+    for _ in 0..200 {
+        rtt.update(Duration::ZERO, smoothed);
+    }
+    rtt
+}
+
+/// The window a loss above the random baseline leaves, from `window`
+/// bytes, with a standing queue measured at `standing`.
+fn window_after_congestion(window: u64, rtt: &RttEstimator, standing: Duration) -> u64 {
+    let start = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    cc.in_startup = false;
+    cc.window = window;
+    let mut rtt = rtt.clone();
+    for i in 0..20u32 {
+        let at = start + Duration::from_micros(10 * u64::from(i));
+        rtt.update(Duration::ZERO, standing);
+        cc.standing.on_sample(at, standing, Duration::from_secs(1));
+    }
+    let at = start + Duration::from_millis(1);
+    cc.on_loss(at, at, 1200, true, &rtt);
+    cc.window()
+}
+
+#[test]
+fn a_cut_keeps_what_the_host_batches_where_the_rtt_is_microseconds() {
+    // Loopback: a lone packet comes back in 30 µs, a flow's packets in
+    // about 300 µs, most of it the two hosts' batching. `RTTmin / RTT`
+    // would leave a tenth of the window, less than one send batch.
+    let micro = rtt_between(Duration::from_micros(30), Duration::from_micros(300));
+    let window = 200_000;
+    let kept = window_after_congestion(window, &micro, Duration::from_micros(300));
+    let floor = window * 250 / 300;
+    assert!(
+        kept >= floor * 99 / 100 && kept < window,
+        "kept {kept} of {window} (floor {floor})"
+    );
+    // A 20 ms path: the margin is below the product, and the cut is the
+    // plain `RTTmin / RTT`.
+    let path = rtt_between(Duration::from_millis(20), Duration::from_millis(40));
+    let kept = window_after_congestion(window, &path, Duration::from_millis(40));
+    assert_eq!(kept, window / 2, "20 ms path");
+}
