@@ -9,12 +9,10 @@ use super::*;
 const MTU: u16 = 1200;
 
 fn rtt_of(min_ms: u64, smoothed_ms: u64) -> RttEstimator {
-    let mut rtt = RttEstimator::new(Duration::from_millis(min_ms));
-    rtt.update(Duration::ZERO, Duration::from_millis(min_ms));
-    for _ in 0..200 {
-        rtt.update(Duration::ZERO, Duration::from_millis(smoothed_ms));
-    }
-    rtt
+    rtt_between(
+        Duration::from_millis(min_ms),
+        Duration::from_millis(smoothed_ms),
+    )
 }
 
 #[test]
@@ -356,12 +354,11 @@ fn rtt_between(min: Duration, smoothed: Duration) -> RttEstimator {
 
 /// The window a loss above the random baseline leaves, from `window`
 /// bytes, with a standing queue measured at `standing`.
-fn window_after_congestion(window: u64, rtt: &RttEstimator, standing: Duration) -> u64 {
+fn window_after_congestion(window: u64, mut rtt: RttEstimator, standing: Duration) -> u64 {
     let start = Instant::now();
     let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
     cc.in_startup = false;
     cc.window = window;
-    let mut rtt = rtt.clone();
     for i in 0..20u32 {
         let at = start + Duration::from_micros(10 * u64::from(i));
         rtt.update(Duration::ZERO, standing);
@@ -379,7 +376,7 @@ fn a_cut_keeps_what_the_host_batches_where_the_rtt_is_microseconds() {
     // would leave a tenth of the window, less than one send batch.
     let micro = rtt_between(Duration::from_micros(30), Duration::from_micros(300));
     let window = 200_000;
-    let kept = window_after_congestion(window, &micro, Duration::from_micros(300));
+    let kept = window_after_congestion(window, micro, Duration::from_micros(300));
     let floor = window * 250 / 300;
     assert!(
         kept >= floor * 99 / 100 && kept < window,
@@ -388,6 +385,6 @@ fn a_cut_keeps_what_the_host_batches_where_the_rtt_is_microseconds() {
     // A 20 ms path: the margin is below the product, and the cut is the
     // plain `RTTmin / RTT`.
     let path = rtt_between(Duration::from_millis(20), Duration::from_millis(40));
-    let kept = window_after_congestion(window, &path, Duration::from_millis(40));
+    let kept = window_after_congestion(window, path, Duration::from_millis(40));
     assert_eq!(kept, window / 2, "20 ms path");
 }
