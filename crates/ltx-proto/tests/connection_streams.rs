@@ -15,6 +15,8 @@ struct Pair {
     server: Connection,
     client_events: Vec<Event>,
     server_events: Vec<Event>,
+    /// Whether each transmit's buffer goes back to its sender once read.
+    recycle: bool,
 }
 
 impl Pair {
@@ -26,6 +28,7 @@ impl Pair {
             server: Connection::server(server, now, 2).expect("valid config"),
             client_events: Vec::new(),
             server_events: Vec::new(),
+            recycle: false,
         }
     }
 
@@ -41,10 +44,16 @@ impl Pair {
             let mut moved = false;
             while let Some(t) = self.client.poll_transmit(self.now) {
                 self.server.handle_datagram(self.now, &t.contents, t.ecn);
+                if self.recycle {
+                    self.client.recycle(t.contents);
+                }
                 moved = true;
             }
             while let Some(t) = self.server.poll_transmit(self.now) {
                 self.client.handle_datagram(self.now, &t.contents, t.ecn);
+                if self.recycle {
+                    self.server.recycle(t.contents);
+                }
                 moved = true;
             }
             while let Some(e) = self.client.poll_event() {
@@ -195,6 +204,22 @@ fn zero_bytes_at_symbol_ends_arrive_as_sent() {
     let (_, got) = send_and_read_all(&mut pair, &[&payload_zeros, &payload_sparse]);
     assert!(got[0] == payload_zeros, "{} bytes", got[0].len());
     assert!(got[1] == payload_sparse, "{} bytes", got[1].len());
+}
+
+/// Packets built in buffers given back (`Connection::recycle`) carry only
+/// their own bytes: a long packet's leftovers never reach a shorter one.
+#[test]
+fn recycled_packet_buffers_carry_every_byte_as_sent() {
+    let mut pair = Pair::default();
+    pair.recycle = true;
+    pair.connect();
+    let payload_long: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8 | 1).collect();
+    let payload_zeros = vec![0u8; 30_000];
+    let payload_short = b"short".to_vec();
+    let (_, got) = send_and_read_all(&mut pair, &[&payload_long, &payload_zeros, &payload_short]);
+    assert!(got[0] == payload_long, "{} bytes", got[0].len());
+    assert!(got[1] == payload_zeros, "{} bytes", got[1].len());
+    assert_eq!(got[2], payload_short);
 }
 
 #[test]

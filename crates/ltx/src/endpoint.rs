@@ -548,6 +548,7 @@ impl State {
                     slot.remote = to;
                 }
                 out.push(slot.remote, transmit.ecn, &transmit.contents, max_segments);
+                slot.proto.recycle(transmit.contents);
             }
             while let Some(event) = slot.proto.poll_event() {
                 match event {
@@ -739,6 +740,7 @@ async fn drive(
                 if let Err(e) = sent {
                     tracing::debug!("send to {} failed: {e}", batch.destination);
                 }
+                out.recycle(batch.contents);
             }
         }
     }

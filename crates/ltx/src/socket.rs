@@ -209,7 +209,12 @@ fn to_udp_ecn(ecn: EcnCodepoint) -> Option<quinn_udp::EcnCodepoint> {
 #[derive(Debug, Default)]
 pub(crate) struct SendQueue {
     batches: Vec<Batch>,
+    /// Batch buffers given back after their send ([`SendQueue::recycle`]).
+    spare: Vec<Vec<u8>>,
 }
+
+/// Batch buffers [`SendQueue`] keeps for reuse at most.
+const SPARE_BATCHES: usize = 16;
 
 /// One GSO batch.
 #[derive(Debug)]
@@ -250,14 +255,32 @@ impl SendQueue {
                 return;
             }
         }
+        // Sized for the whole batch at once: grown datagram by datagram, a
+        // 64 KB batch would be copied over again at every doubling.
+        let mut contents = self.spare.pop().unwrap_or_default();
+        contents.clear();
+        contents.reserve(
+            datagram
+                .len()
+                .saturating_mul(max_segments)
+                .clamp(datagram.len(), MAX_GSO_BYTES.max(datagram.len())),
+        );
+        contents.extend_from_slice(datagram);
         self.batches.push(Batch {
             destination,
             ecn,
             segment: datagram.len(),
-            contents: datagram.to_vec(),
+            contents,
             count: 1,
             closed: false,
         });
+    }
+
+    /// Gives back a sent batch's buffer for a later batch.
+    pub(crate) fn recycle(&mut self, contents: Vec<u8>) {
+        if self.spare.len() < SPARE_BATCHES {
+            self.spare.push(contents);
+        }
     }
 
     /// Whether nothing is queued.
@@ -304,6 +327,26 @@ mod tests {
             .map(|b| (b.segment, b.contents.len()))
             .collect();
         assert_eq!(shapes, vec![(100, 140), (40, 40), (120, 120)]);
+    }
+
+    #[test]
+    fn a_batch_is_built_in_a_recycled_buffer_with_room_for_all_of_it() {
+        let mut queue = SendQueue::default();
+        queue.push(addr(1), EcnCodepoint::Ect0, &[1; 1000], 10);
+        let first = queue.take().remove(0);
+        assert!(first.contents.capacity() >= 10_000, "sized for the batch");
+        let buffer = first.contents.as_ptr();
+        queue.recycle(first.contents);
+        for _ in 0..10 {
+            queue.push(addr(2), EcnCodepoint::Ect0, &[2; 1000], 10);
+        }
+        let second = queue.take().remove(0);
+        assert_eq!(
+            second.contents.as_ptr(),
+            buffer,
+            "the same buffer, never grown"
+        );
+        assert_eq!(second.contents, vec![2; 10_000]);
     }
 
     #[test]

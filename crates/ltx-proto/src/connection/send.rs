@@ -38,7 +38,13 @@ pub(super) struct SymbolSender {
     pub(super) busy_since: SymbolId,
     /// A symbol's buffer, kept between packets.
     scratch: Vec<u8>,
+    /// Packet buffers given back by [`Connection::recycle`], for the next
+    /// packets: an allocation and a free less per packet.
+    spare_packets: Vec<Vec<u8>>,
 }
+
+/// Packet buffers [`Connection::recycle`] keeps at most: a send batch.
+const SPARE_PACKETS: usize = 64;
 
 /// The peer's decoder, as its latest acknowledgements report it.
 #[derive(Debug, Default, Clone, Copy)]
@@ -103,6 +109,18 @@ impl SymbolSender {
 }
 
 impl Connection {
+    /// Gives back the buffer of a [`Transmit`] once its bytes have been
+    /// sent or copied, for a later packet to be built in: a sender at
+    /// gigabits otherwise allocates and frees one per datagram. Buffers
+    /// beyond a send batch, or too small for a datagram, are dropped.
+    pub fn recycle(&mut self, mut buf: Vec<u8>) {
+        let spare = &mut self.sender.spare_packets;
+        if spare.len() < SPARE_PACKETS && buf.capacity() >= usize::from(self.config.max_datagram) {
+            buf.clear();
+            spare.push(buf);
+        }
+    }
+
     /// Source symbols sent that the peer has not yet reported decoded.
     pub(super) fn unconfirmed_symbols(&self) -> u64 {
         self.sender.unconfirmed()
@@ -113,7 +131,11 @@ impl Connection {
     pub(super) fn begin_packet(&mut self, packet_type: PacketType) -> (Vec<u8>, u64, usize) {
         let number = self.recovery.next_number;
         self.recovery.next_number += 1;
-        let mut buf = Vec::with_capacity(usize::from(self.config.max_datagram));
+        let mut buf = self
+            .sender
+            .spare_packets
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(usize::from(self.config.max_datagram)));
         let header = Header {
             packet_type,
             key_phase: false,
