@@ -7,6 +7,7 @@ mod early;
 mod handshake;
 mod loss_round;
 mod migration;
+mod reassembly;
 mod receive;
 mod received;
 mod recovery;

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use super::reassembly::Reassembly;
 use crate::event::{codes, Event, TraceEvent};
 use crate::wire::{Frame, Side, StreamFrame, StreamId};
 
@@ -100,7 +101,7 @@ struct SendStream {
 
 #[derive(Debug, Default)]
 struct RecvStream {
-    chunks: BTreeMap<u64, Vec<u8>>,
+    data: Reassembly,
     read: u64,
     highest: u64,
     final_size: Option<u64>,
@@ -113,33 +114,12 @@ struct RecvStream {
 
 impl RecvStream {
     fn insert(&mut self, offset: u64, data: &[u8]) {
-        let mut start = offset.max(self.read);
-        let end = offset + data.len() as u64;
-        // Peers send each byte once, but a hostile one may overlap: keep
-        // the first copy of every byte.
-        while start < end {
-            if let Some((&s, chunk)) = self.chunks.range(..=start).next_back() {
-                let covered = s + chunk.len() as u64;
-                if covered > start {
-                    start = covered;
-                    continue;
-                }
-            }
-            let next = self
-                .chunks
-                .range(start..end)
-                .next()
-                .map_or(end, |(&s, _)| s);
-            let from = (start - offset) as usize;
-            let to = (next - offset) as usize;
-            self.chunks.insert(start, data[from..to].to_vec());
-            start = next;
-        }
+        self.data.insert(self.read, offset, data);
     }
 
     fn readable(&self) -> bool {
         self.reset.is_some()
-            || self.chunks.keys().next() == Some(&self.read)
+            || self.data.has_next()
             || (self.final_size == Some(self.read) && !self.finished_read)
     }
 }
@@ -191,12 +171,7 @@ impl Streams {
     /// by capacity.
     pub(crate) fn buffered_bytes(&self) -> usize {
         let send: usize = self.send.values().map(|s| s.pending.capacity()).sum();
-        let recv: usize = self
-            .recv
-            .values()
-            .flat_map(|r| r.chunks.values())
-            .map(Vec::capacity)
-            .sum();
+        let recv: usize = self.recv.values().map(|r| r.data.capacity()).sum();
         send + recv
     }
 
@@ -385,27 +360,8 @@ impl Streams {
         if let Some(code) = stream.reset {
             return Err(StreamError::Reset { id, code });
         }
-        let mut n = 0;
-        while n < buf.len() {
-            let Some(mut entry) = stream.chunks.first_entry() else {
-                break;
-            };
-            if *entry.key() != stream.read {
-                break;
-            }
-            let chunk = entry.get_mut();
-            let take = chunk.len().min(buf.len() - n);
-            buf[n..n + take].copy_from_slice(&chunk[..take]);
-            n += take;
-            stream.read += take as u64;
-            if take == chunk.len() {
-                entry.remove();
-            } else {
-                let rest = chunk.split_off(take);
-                entry.remove();
-                stream.chunks.insert(stream.read, rest);
-            }
-        }
+        let n = stream.data.read(buf);
+        stream.read += n as u64;
         if n == 0 {
             if stream.final_size == Some(stream.read) {
                 stream.finished_read = true;
@@ -808,7 +764,7 @@ impl Streams {
         stream.final_size = Some(final_size);
         if stream.reset.is_none() {
             stream.reset = Some(error_code);
-            stream.chunks.clear();
+            stream.data.clear();
             events.push_back(Event::StreamReset {
                 id,
                 code: error_code,
