@@ -57,12 +57,19 @@ impl Receiver {
                 ),
             });
         }
-        let mut padded = std::mem::take(&mut self.scratch);
-        padded.clear();
-        padded.extend_from_slice(source.data);
-        padded.resize(symbol_size, 0);
-        let result = decoder.receive_source(id, &padded);
-        self.scratch = padded;
+        // A full symbol goes to the decoder as it came; only a shortened
+        // one is padded back first.
+        let result = if source.data.len() == symbol_size {
+            decoder.receive_source(id, source.data)
+        } else {
+            let mut padded = std::mem::take(&mut self.scratch);
+            padded.clear();
+            padded.extend_from_slice(source.data);
+            padded.resize(symbol_size, 0);
+            let result = decoder.receive_source(id, &padded);
+            self.scratch = padded;
+            result
+        };
         match result {
             Ok(_) => Ok(Some(id)),
             Err(DecodeError::Duplicate(_)) | Err(DecodeError::BeforeWindow { .. }) => Ok(None),

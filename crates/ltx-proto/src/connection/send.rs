@@ -43,6 +43,12 @@ pub(super) struct SymbolSender {
     spare_packets: Vec<Vec<u8>>,
 }
 
+/// The length of `symbol` without its trailing zeros, which need not
+/// travel.
+fn trimmed_len(symbol: &[u8]) -> usize {
+    symbol.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
+}
+
 /// Packet buffers [`Connection::recycle`] keeps at most: a send batch.
 const SPARE_PACKETS: usize = 64;
 
@@ -148,6 +154,14 @@ impl Connection {
         header.emit(&mut buf);
         let header_len = buf.len();
         (buf, number, header_len)
+    }
+
+    /// Gives back packet `number`, begun and left empty: the next packet
+    /// takes its number.
+    fn abandon_packet(&mut self, number: u64, buf: Vec<u8>) {
+        debug_assert_eq!(self.recovery.next_number, number + 1);
+        self.recovery.next_number = number;
+        self.recycle(buf);
     }
 
     /// Seals the packet and accounts for it: in flight (with what it
@@ -276,24 +290,62 @@ impl Connection {
         now: Instant,
         packet_type: PacketType,
     ) -> Option<Transmit> {
-        let mut symbol = std::mem::take(&mut self.sender.scratch);
-        symbol.clear();
-        self.streams.fill(
-            &mut symbol,
-            self.symbol_size,
-            &mut self.events,
-            self.config.trace,
-        );
-        if symbol.is_empty() {
+        let next_id = self.sender.encoder.as_ref()?.next_id();
+        // The stream bytes go straight into the packet, after the source
+        // frame's header, and from there into the encoder: one copy less
+        // than building the symbol apart. An early packet's padding depends
+        // on the symbol's length, so it is built apart.
+        let (buf, number, header_len, data_start) = if packet_type == PacketType::EarlyData {
+            let mut symbol = std::mem::take(&mut self.sender.scratch);
+            symbol.clear();
+            self.streams.fill(
+                &mut symbol,
+                self.symbol_size,
+                &mut self.events,
+                self.config.trace,
+            );
+            if symbol.is_empty() {
+                self.sender.scratch = symbol;
+                return None;
+            }
+            let (mut buf, number, header_len) = self.begin_packet(packet_type);
+            let used = trimmed_len(&symbol);
+            pad_early(&mut buf, used);
+            Frame::Source(SourceFrame {
+                id: self.sender.truncate(next_id),
+                data: &[],
+            })
+            .emit(&mut buf);
+            let data_start = buf.len();
+            buf.extend_from_slice(&symbol[..used]);
             self.sender.scratch = symbol;
-            return None;
-        }
+            (buf, number, header_len, data_start)
+        } else {
+            let (mut buf, number, header_len) = self.begin_packet(packet_type);
+            Frame::Source(SourceFrame {
+                id: self.sender.truncate(next_id),
+                data: &[],
+            })
+            .emit(&mut buf);
+            let data_start = buf.len();
+            self.streams.fill(
+                &mut buf,
+                self.symbol_size,
+                &mut self.events,
+                self.config.trace,
+            );
+            if buf.len() == data_start {
+                self.abandon_packet(number, buf);
+                return None;
+            }
+            (buf, number, header_len, data_start)
+        };
         let encoder = self.sender.encoder.as_mut()?;
         let idle = encoder.next_id() == encoder.oldest();
-        let id = match encoder.push(&symbol) {
+        let id = match encoder.push(&buf[data_start..]) {
             Ok(id) => id,
             Err(EncodeError::IdsExhausted) => {
-                self.sender.scratch = symbol;
+                self.abandon_packet(number, buf);
                 self.start_close(
                     now,
                     codes::PROTOCOL_VIOLATION,
@@ -307,21 +359,13 @@ impl Connection {
             }
             Err(e) => unreachable!("the window was checked before building: {e}"),
         };
+        debug_assert_eq!(id, next_id);
         if idle {
             self.sender.busy_since = id;
         }
-        let (mut buf, number, header_len) = self.begin_packet(packet_type);
         // Trailing zeros need not travel: the receiver pads the symbol back.
-        let used = symbol.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-        if packet_type == PacketType::EarlyData {
-            pad_early(&mut buf, used);
-        }
-        Frame::Source(SourceFrame {
-            id: self.sender.truncate(id),
-            data: &symbol[..used],
-        })
-        .emit(&mut buf);
-        self.sender.scratch = symbol;
+        let mut buf = buf;
+        buf.truncate(data_start + trimmed_len(&buf[data_start..]));
         self.stats.source_symbols_sent += 1;
         let estimate = self.recovery.loss.estimate();
         let horizon = self.horizon();
