@@ -79,6 +79,9 @@ pub struct LossEstimator {
     next_commit: u64,
     /// `pending[i]` is the fate of `next_commit + i`.
     pending: VecDeque<Fate>,
+    /// The losses and deliveries in `pending`, kept as it changes: the
+    /// estimate is read for every packet sent.
+    pending_counts: FateCounts,
     /// `history[history.len() - 1 - i]` is the committed fate of
     /// `next_commit - 1 - i`.
     history: VecDeque<Fate>,
@@ -89,6 +92,31 @@ pub struct LossEstimator {
     in_run: bool,
     /// The loss rate assumed before any is measured, if any.
     prior: Option<f64>,
+}
+
+/// How many losses and deliveries a run of fates holds.
+#[derive(Debug, Clone, Copy, Default)]
+struct FateCounts {
+    lost: u32,
+    delivered: u32,
+}
+
+impl FateCounts {
+    fn add(&mut self, fate: Fate) {
+        match fate {
+            Fate::Lost => self.lost += 1,
+            Fate::Delivered => self.delivered += 1,
+            Fate::Unknown => {}
+        }
+    }
+
+    fn remove(&mut self, fate: Fate) {
+        match fate {
+            Fate::Lost => self.lost -= 1,
+            Fate::Delivered => self.delivered -= 1,
+            Fate::Unknown => {}
+        }
+    }
 }
 
 /// Exponentially weighted counts of committed fates.
@@ -159,6 +187,7 @@ impl LossEstimator {
             long: Counters::new(window.saturating_mul(4)),
             next_commit: 0,
             pending: VecDeque::new(),
+            pending_counts: FateCounts::default(),
             history: VecDeque::new(),
             largest: None,
             samples: 0,
@@ -202,13 +231,8 @@ impl LossEstimator {
         // connection they are all there is, and the first full flight must
         // not leave unprotected because fewer than COMMIT_LAG packets were
         // sent before it.
-        for fate in &self.pending {
-            match fate {
-                Fate::Lost => lost += 1.0,
-                Fate::Delivered => delivered += 1.0,
-                Fate::Unknown => {}
-            }
-        }
+        lost += f64::from(self.pending_counts.lost);
+        delivered += f64::from(self.pending_counts.delivered);
         let total = lost + delivered;
         // The prior gives way to the fates seen, committed or not (none has
         // decayed yet: the window is far longer than the prior).
@@ -264,6 +288,8 @@ impl LossEstimator {
         let slot = &mut self.pending[index];
         // An acknowledgement is the truth; a loss never overrides it.
         if !(fate == Fate::Lost && *slot == Fate::Delivered) {
+            self.pending_counts.remove(*slot);
+            self.pending_counts.add(fate);
             *slot = fate;
         }
         if self.largest.is_none_or(|largest| pn > largest) {
@@ -295,6 +321,7 @@ impl LossEstimator {
     /// Commits the fate of `next_commit`.
     fn commit_one(&mut self) {
         let fate = self.pending.pop_front().unwrap_or(Fate::Unknown);
+        self.pending_counts.remove(fate);
         self.next_commit += 1;
         self.history.push_back(fate);
         if self.history.len() > HISTORY {
