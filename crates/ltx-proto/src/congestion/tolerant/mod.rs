@@ -33,6 +33,11 @@ use crate::rtt::RttEstimator;
 /// spreads it. The first sample (the handshake's) normally comes first.
 const FIRST_FLIGHT_SPAN: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The span a cut on delay alone leaves the window to send at the flow's
+/// rate, at least: a host's scheduling and batching grain, the span Linux
+/// sizes its send quanta on (a millisecond of the pacing rate).
+const HOST_SPAN: std::time::Duration = std::time::Duration::from_millis(1);
+
 mod bottleneck_rate;
 mod config;
 mod delivery_rate;
@@ -137,34 +142,43 @@ impl Tolerant {
             .saturating_mul(self.max_datagram)
     }
 
-    /// Multiplies the window by `factor`, down to the floor a cut keeps
-    /// ([`Tolerant::cut_floor`]).
-    fn scale(&mut self, factor: f64, rtt: &RttEstimator) {
+    /// Multiplies the window by `factor`, down to `floor` (never up).
+    fn scale(&mut self, factor: f64, floor: u64) {
         // `as` saturates, and the product is no larger than the window.
         let scaled = (self.window as f64 * factor) as u64;
-        let floor = self.cut_floor(rtt);
         self.window = scaled.max(floor).min(self.window).max(self.min_window());
         self.acked_towards_increase = 0;
     }
 
-    /// The window no cut goes below: what the flow's own rate (window over
-    /// smoothed RTT) sends in the queue margin the queue target leaves to
-    /// host scheduling ([`RttEstimator::queue_margin`]). Where the
-    /// minimum RTT is a few tens of microseconds (loopback, a LAN at
-    /// gigabits), batching in the two hosts, not a queue, sets most of each
-    /// RTT sample, and `RTTmin / RTT` would cut the window below one send
-    /// batch: both ends then take turns instead of working at once
-    /// (`docs/design/congestion-response.md`). Elsewhere it is below the
-    /// bandwidth-delay product and never binds.
-    fn cut_floor(&self, rtt: &RttEstimator) -> u64 {
+    /// What the flow's own rate (window over smoothed RTT) sends in `span`:
+    /// the window a cut leaves at least. Where the minimum RTT is a few
+    /// tens of microseconds (loopback, a LAN at gigabits), the two hosts'
+    /// batching, not a queue, sets most of each RTT sample, and
+    /// `RTTmin / RTT` would cut the window below one send batch: both ends
+    /// then take turns instead of working at once
+    /// (`docs/design/congestion-response.md`). On a path whose minimum RTT
+    /// is above `span`, a cut by `RTTmin / RTT` never reaches it.
+    fn rate_floor(&self, span: std::time::Duration, rtt: &RttEstimator) -> u64 {
         let srtt = rtt.smoothed().as_secs_f64();
         if srtt <= 0.0 {
             return self.min_window();
         }
-        let margin = rtt.queue_margin(self.config.delay_exit_extra);
         // `as` saturates.
-        let floor = (self.window as f64 * margin.as_secs_f64() / srtt) as u64;
+        let floor = (self.window as f64 * span.as_secs_f64() / srtt) as u64;
         floor.max(self.min_window())
+    }
+
+    /// The floor of a cut for a loss or a mark: the queue margin the queue
+    /// target leaves to host scheduling ([`RttEstimator::queue_margin`]).
+    fn signal_floor(&self, rtt: &RttEstimator) -> u64 {
+        self.rate_floor(rtt.queue_margin(self.config.delay_exit_extra), rtt)
+    }
+
+    /// The floor of a cut for delay alone: [`HOST_SPAN`] at least, since a
+    /// delay below a host's grain does not tell a queue from batching.
+    fn delay_floor(&self, rtt: &RttEstimator) -> u64 {
+        let margin = rtt.queue_margin(self.config.delay_exit_extra);
+        self.rate_floor(margin.max(HOST_SPAN), rtt)
     }
 
     /// Takes a rate known before any was measured (a hint, a saved path's
@@ -291,7 +305,7 @@ impl Controller for Tolerant {
             return;
         }
         let before = self.window;
-        self.scale(factor, rtt);
+        self.scale(factor, self.signal_floor(rtt));
         // Only where the cut trims a queue within the queue target: a
         // deeper one answers a queue that grew past it, most likely losses
         // of congestion the estimate has taken for random ones (four flows
@@ -328,10 +342,10 @@ impl Controller for Tolerant {
         if self.in_startup {
             self.exit_startup(now, rtt);
             if self.max_rate.is_none() {
-                self.scale(self.config.ecn_beta, rtt);
+                self.scale(self.config.ecn_beta, self.signal_floor(rtt));
             }
         } else {
-            self.scale(self.config.ecn_beta, rtt);
+            self.scale(self.config.ecn_beta, self.signal_floor(rtt));
         }
         self.ecn_epoch = Some(now);
         self.set_loss_epoch(now, rtt);

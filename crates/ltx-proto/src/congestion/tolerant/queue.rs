@@ -186,11 +186,13 @@ impl Tolerant {
         };
         let min = rtt.min();
         let limit = min + min.mul_f64(target) + rtt.queue_margin(self.config.delay_exit_extra);
-        let above = standing > limit;
+        // A queue the cut's floor would leave whole is within the hosts'
+        // grain (`Tolerant::delay_floor`): nothing to drain.
+        let above = standing > limit && self.delay_floor(rtt) < self.window;
         if !self.drains.allows(now, above, rtt.smoothed()) || !above {
             return false;
         }
-        self.scale(self.rtt_ratio(rtt), rtt);
+        self.scale(self.rtt_ratio(rtt), self.delay_floor(rtt));
         self.set_loss_epoch(now, rtt);
         self.drains.drained(now);
         true

@@ -542,8 +542,8 @@ impl Tolerant {
         self.delivered = DeliveryRate::default();
         self.acked_towards_increase = 0;
         match self.bdp(rtt) {
-            Some(bdp) => self.window = bdp.max(self.cut_floor(rtt)),
-            None => self.scale(self.rtt_ratio(rtt), rtt),
+            Some(bdp) => self.window = bdp.max(self.delay_floor(rtt)),
+            None => self.scale(self.rtt_ratio(rtt), self.delay_floor(rtt)),
         }
         self.set_loss_epoch(now, rtt);
         self.ecn_epoch = Some(now);
@@ -563,6 +563,9 @@ impl Tolerant {
         if queued.is_zero() {
             return;
         }
-        self.scale(rtt.min().as_secs_f64() / queued.as_secs_f64(), rtt);
+        self.scale(
+            rtt.min().as_secs_f64() / queued.as_secs_f64(),
+            self.delay_floor(rtt),
+        );
     }
 }

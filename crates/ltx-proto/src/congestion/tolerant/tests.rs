@@ -352,9 +352,15 @@ fn rtt_between(min: Duration, smoothed: Duration) -> RttEstimator {
     rtt
 }
 
-/// The window a loss above the random baseline leaves, from `window`
-/// bytes, with a standing queue measured at `standing`.
-fn window_after_congestion(window: u64, mut rtt: RttEstimator, standing: Duration) -> u64 {
+/// The window a loss above the random baseline (`congestion`), or the
+/// queue target's drain (not `congestion`), leaves of `window` bytes, with
+/// a standing queue measured at `standing`.
+fn window_after_cut(
+    window: u64,
+    mut rtt: RttEstimator,
+    standing: Duration,
+    congestion: bool,
+) -> u64 {
     let start = Instant::now();
     let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
     cc.in_startup = false;
@@ -365,26 +371,42 @@ fn window_after_congestion(window: u64, mut rtt: RttEstimator, standing: Duratio
         cc.standing.on_sample(at, standing, Duration::from_secs(1));
     }
     let at = start + Duration::from_millis(1);
-    cc.on_loss(at, at, 1200, true, &rtt);
+    if congestion {
+        cc.on_loss(at, at, 1200, true, &rtt);
+    } else {
+        cc.drain_standing_queue(at, &rtt);
+    }
     cc.window()
 }
 
 #[test]
 fn a_cut_keeps_what_the_host_batches_where_the_rtt_is_microseconds() {
     // Loopback: a lone packet comes back in 30 µs, a flow's packets in
-    // about 300 µs, most of it the two hosts' batching. `RTTmin / RTT`
-    // would leave a tenth of the window, less than one send batch.
-    let micro = rtt_between(Duration::from_micros(30), Duration::from_micros(300));
+    // 300 µs to 2 ms, most of it the two hosts' batching. `RTTmin / RTT`
+    // would leave a tenth of the window or less, below one send batch.
     let window = 200_000;
-    let kept = window_after_congestion(window, micro, Duration::from_micros(300));
-    let floor = window * 250 / 300;
-    assert!(
-        kept >= floor * 99 / 100 && kept < window,
-        "kept {kept} of {window} (floor {floor})"
-    );
-    // A 20 ms path: the margin is below the product, and the cut is the
-    // plain `RTTmin / RTT`.
-    let path = rtt_between(Duration::from_millis(20), Duration::from_millis(40));
-    let kept = window_after_congestion(window, path, Duration::from_millis(40));
-    assert_eq!(kept, window / 2, "20 ms path");
+    let near = |kept: u64, expected: u64| kept.abs_diff(expected) <= 1000;
+    // Delay alone keeps a millisecond's worth: at 300 µs that is all of
+    // it (no drain), at 2 ms half.
+    for (smoothed_us, expected) in [(300, window), (2000, window / 2)] {
+        let smoothed = Duration::from_micros(smoothed_us);
+        let rtt = rtt_between(Duration::from_micros(30), smoothed);
+        let kept = window_after_cut(window, rtt, smoothed, false);
+        assert!(
+            near(kept, expected),
+            "drain at {smoothed_us} µs: kept {kept}"
+        );
+    }
+    // A loss keeps what the queue margin (250 µs here) sends.
+    let smoothed = Duration::from_micros(300);
+    let rtt = rtt_between(Duration::from_micros(30), smoothed);
+    let kept = window_after_cut(window, rtt, smoothed, true);
+    assert!(near(kept, window * 250 / 300), "loss: kept {kept}");
+    // A 20 ms path: the floors are below the product, and both cuts are
+    // the plain `RTTmin / RTT`.
+    for congestion in [true, false] {
+        let path = rtt_between(Duration::from_millis(20), Duration::from_millis(40));
+        let kept = window_after_cut(window, path, Duration::from_millis(40), congestion);
+        assert_eq!(kept, window / 2, "20 ms path, congestion {congestion}");
+    }
 }
