@@ -232,6 +232,8 @@ pub struct Connection {
     streams: Streams,
     timers: [Option<Instant>; TIMERS],
     events: VecDeque<Event>,
+    /// A datagram's copy being opened, kept between packets.
+    opened: Vec<u8>,
     stats: ConnectionStats,
 }
 
@@ -375,6 +377,7 @@ impl Connection {
             streams: Streams::new(side, limits),
             timers: [None; TIMERS],
             events: VecDeque::new(),
+            opened: Vec::new(),
             stats: ConnectionStats::default(),
             config,
         };
@@ -730,110 +733,121 @@ impl Connection {
             self.stats.packets_dropped += 1;
             return;
         }
-        let mut packet = datagram.to_vec();
-        let end = match self.open_packet(header.packet_type, number.0, header_len, &mut packet) {
-            Ok(end) => end,
-            Err(e) => return self.count_refused(e),
-        };
-        if header.packet_type == PacketType::Data {
-            self.confirm_handshake();
-        }
-        let accepted = match (self.side, header.packet_type) {
-            // Opened with the early key: the flight was accepted.
-            (Side::Server, PacketType::Initial | PacketType::EarlyData) => true,
-            (Side::Client, PacketType::Handshake) => header.dcid == self.local_cid,
-            (_, PacketType::Data) => {
-                header.dcid == self.local_cid && self.state != State::Handshaking
-            }
-            _ => false,
-        };
-        let previous_largest = self.acks.received.largest();
-        if !accepted || !self.acks.received.insert(number.0) {
-            self.stats.packets_dropped += 1;
-            return;
-        }
-        if header.packet_type == PacketType::Data {
-            // Opened, and addressed to the id only the recipient of this
-            // end's handshake answer knows: the peer receives there.
-            self.amplification.validate();
-        }
-        self.stats.packets_received += 1;
-        self.stats.bytes_received += datagram.len() as u64;
-        match ecn {
-            EcnCodepoint::Ect0 => self.acks.ecn.ect0 += 1,
-            EcnCodepoint::Ect1 => self.acks.ecn.ect1 += 1,
-            EcnCodepoint::Ce => self.acks.ecn.ce += 1,
-            EcnCodepoint::NotEct => {}
-        }
-        if self.acks.received.largest() == Some(number.0) {
-            self.acks.largest_received_time = Some(now);
-            // Only the newest packet can move the connection: a late one
-            // from the old address must not take it back.
-            if let Some(from) = from.filter(|_| header.packet_type == PacketType::Data) {
-                self.on_peer_address(now, from, datagram.len());
-            }
-        }
-        if self.config.trace {
-            self.events
-                .push_back(Event::Trace(TraceEvent::PacketReceived {
-                    number,
-                    bytes: datagram.len(),
-                }));
-        }
-        if let State::Draining(_) = self.state {
-            return;
-        }
-        self.set_timer(Timer::Idle, now + self.config.idle_timeout);
-        let quiet = (self.recovery.rtt.pto_base() + self.config.max_ack_delay) * QUIET_AFTER_PTOS;
-        self.set_timer(Timer::Quiet, now + quiet);
-        let payload = &packet[header_len..end];
-        let mut ack_eliciting = false;
-        for frame in Frames::new(payload) {
-            let frame = match frame {
-                Ok(frame) => frame,
+        // Opened in a buffer kept between packets: no allocation per packet.
+        let mut packet = std::mem::take(&mut self.opened);
+        packet.clear();
+        packet.extend_from_slice(datagram);
+        'handled: {
+            let end = match self.open_packet(header.packet_type, number.0, header_len, &mut packet)
+            {
+                Ok(end) => end,
                 Err(e) => {
-                    self.violation(
-                        now,
-                        Violation {
-                            code: codes::PROTOCOL_VIOLATION,
-                            reason: format!("malformed frame: {e}"),
-                        },
-                    );
-                    return;
+                    self.count_refused(e);
+                    break 'handled;
                 }
             };
-            if !matches!(frame, Frame::Ack(_) | Frame::Padding(_) | Frame::Close(_)) {
-                ack_eliciting = true;
+            if header.packet_type == PacketType::Data {
+                self.confirm_handshake();
             }
-            let handled = Connection::check_early_frame(header.packet_type, &frame)
-                .and_then(|()| self.handle_frame(now, header.packet_type, frame));
-            if let Err(v) = handled {
-                self.violation(now, v);
-                return;
+            let accepted = match (self.side, header.packet_type) {
+                // Opened with the early key: the flight was accepted.
+                (Side::Server, PacketType::Initial | PacketType::EarlyData) => true,
+                (Side::Client, PacketType::Handshake) => header.dcid == self.local_cid,
+                (_, PacketType::Data) => {
+                    header.dcid == self.local_cid && self.state != State::Handshaking
+                }
+                _ => false,
+            };
+            let previous_largest = self.acks.received.largest();
+            if !accepted || !self.acks.received.insert(number.0) {
+                self.stats.packets_dropped += 1;
+                break 'handled;
             }
-            if matches!(self.state, State::Draining(_) | State::Closed) {
-                return;
+            if header.packet_type == PacketType::Data {
+                // Opened, and addressed to the id only the recipient of this
+                // end's handshake answer knows: the peer receives there.
+                self.amplification.validate();
             }
+            self.stats.packets_received += 1;
+            self.stats.bytes_received += datagram.len() as u64;
+            match ecn {
+                EcnCodepoint::Ect0 => self.acks.ecn.ect0 += 1,
+                EcnCodepoint::Ect1 => self.acks.ecn.ect1 += 1,
+                EcnCodepoint::Ce => self.acks.ecn.ce += 1,
+                EcnCodepoint::NotEct => {}
+            }
+            if self.acks.received.largest() == Some(number.0) {
+                self.acks.largest_received_time = Some(now);
+                // Only the newest packet can move the connection: a late one
+                // from the old address must not take it back.
+                if let Some(from) = from.filter(|_| header.packet_type == PacketType::Data) {
+                    self.on_peer_address(now, from, datagram.len());
+                }
+            }
+            if self.config.trace {
+                self.events
+                    .push_back(Event::Trace(TraceEvent::PacketReceived {
+                        number,
+                        bytes: datagram.len(),
+                    }));
+            }
+            if let State::Draining(_) = self.state {
+                break 'handled;
+            }
+            self.set_timer(Timer::Idle, now + self.config.idle_timeout);
+            let quiet =
+                (self.recovery.rtt.pto_base() + self.config.max_ack_delay) * QUIET_AFTER_PTOS;
+            self.set_timer(Timer::Quiet, now + quiet);
+            let payload = &packet[header_len..end];
+            let mut ack_eliciting = false;
+            for frame in Frames::new(payload) {
+                let frame = match frame {
+                    Ok(frame) => frame,
+                    Err(e) => {
+                        self.violation(
+                            now,
+                            Violation {
+                                code: codes::PROTOCOL_VIOLATION,
+                                reason: format!("malformed frame: {e}"),
+                            },
+                        );
+                        break 'handled;
+                    }
+                };
+                if !matches!(frame, Frame::Ack(_) | Frame::Padding(_) | Frame::Close(_)) {
+                    ack_eliciting = true;
+                }
+                let handled = Connection::check_early_frame(header.packet_type, &frame)
+                    .and_then(|()| self.handle_frame(now, header.packet_type, frame));
+                if let Err(v) = handled {
+                    self.violation(now, v);
+                    break 'handled;
+                }
+                if matches!(self.state, State::Draining(_) | State::Closed) {
+                    break 'handled;
+                }
+            }
+            // A gap (or a late packet) is news: acknowledge at once, so that the
+            // sender's loss estimate, repair and rate measurement are not held
+            // up by the acknowledgement delay.
+            let in_order = previous_largest.is_none_or(|l| l.checked_add(1) == Some(number.0));
+            if ack_eliciting {
+                self.on_peer_spoke(now);
+                self.acks.eliciting_unacked += 1;
+                let quick = self.stats.packets_received <= QUICK_ACKS;
+                if self.acks.eliciting_unacked >= self.config.ack_frequency || !in_order || quick {
+                    self.acks.needed = true;
+                } else if self.timers[Timer::Ack as usize].is_none() {
+                    let delay = self
+                        .config
+                        .max_ack_delay
+                        .min(self.recovery.rtt.smoothed() / 4);
+                    self.set_timer(Timer::Ack, now + delay);
+                }
+            }
+            self.maybe_finish_close(now);
         }
-        // A gap (or a late packet) is news: acknowledge at once, so that the
-        // sender's loss estimate, repair and rate measurement are not held
-        // up by the acknowledgement delay.
-        let in_order = previous_largest.is_none_or(|l| l.checked_add(1) == Some(number.0));
-        if ack_eliciting {
-            self.on_peer_spoke(now);
-            self.acks.eliciting_unacked += 1;
-            let quick = self.stats.packets_received <= QUICK_ACKS;
-            if self.acks.eliciting_unacked >= self.config.ack_frequency || !in_order || quick {
-                self.acks.needed = true;
-            } else if self.timers[Timer::Ack as usize].is_none() {
-                let delay = self
-                    .config
-                    .max_ack_delay
-                    .min(self.recovery.rtt.smoothed() / 4);
-                self.set_timer(Timer::Ack, now + delay);
-            }
-        }
-        self.maybe_finish_close(now);
+        self.opened = packet;
     }
 
     fn handle_frame(
