@@ -1,5 +1,5 @@
-//! Input: a datagram from the peer, opened (in place where the caller
-//! lends its buffer), its frames handled, and its acknowledgement planned.
+//! Input: a datagram from the peer, opened in a buffer the connection
+//! keeps, its frames handled, and its acknowledgement planned.
 
 use std::net::SocketAddr;
 use std::time::Instant;
