@@ -213,8 +213,9 @@ pub(crate) struct SendQueue {
     spare: Vec<Vec<u8>>,
 }
 
-/// Batch buffers [`SendQueue`] keeps for reuse at most.
-const SPARE_BATCHES: usize = 16;
+/// Batch buffers [`SendQueue`] keeps for reuse at most: a driver sends a
+/// few batches per wake-up, and each may hold 64 KB.
+const SPARE_BATCHES: usize = 4;
 
 /// One GSO batch.
 #[derive(Debug)]

@@ -49,8 +49,10 @@ fn trimmed_len(symbol: &[u8]) -> usize {
     symbol.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
 }
 
-/// Packet buffers [`Connection::recycle`] keeps at most: a send batch.
-const SPARE_PACKETS: usize = 64;
+/// Packet buffers [`Connection::recycle`] keeps at most: a caller that
+/// gives each back before it polls the next needs one, and an idle
+/// connection should hold little.
+const SPARE_PACKETS: usize = 2;
 
 /// The peer's decoder, as its latest acknowledgements report it.
 #[derive(Debug, Default, Clone, Copy)]
@@ -118,7 +120,7 @@ impl Connection {
     /// Gives back the buffer of a [`Transmit`] once its bytes have been
     /// sent or copied, for a later packet to be built in: a sender at
     /// gigabits otherwise allocates and frees one per datagram. Buffers
-    /// beyond a send batch, or too small for a datagram, are dropped.
+    /// beyond two, or too small for a datagram, are dropped.
     pub fn recycle(&mut self, mut buf: Vec<u8>) {
         let spare = &mut self.sender.spare_packets;
         if spare.len() < SPARE_PACKETS && buf.capacity() >= usize::from(self.config.max_datagram) {

@@ -365,6 +365,8 @@ impl Streams {
         if n == 0 {
             if stream.final_size == Some(stream.read) {
                 stream.finished_read = true;
+                // Read to its end: the buffer it kept goes back.
+                stream.data.clear();
                 return Ok(ReadOutcome::Finished);
             }
             return Ok(ReadOutcome::Blocked);
@@ -852,6 +854,22 @@ mod tests {
             .unwrap();
         assert_eq!(readable_events(&events), 1, "the reader waits for its end");
         assert_eq!(streams.read(id, &mut buf), Ok(ReadOutcome::Finished));
+    }
+
+    #[test]
+    fn a_stream_read_to_its_end_keeps_no_buffer() {
+        let mut streams = streams();
+        let mut events = VecDeque::new();
+        let id = StreamId::new(Side::Client, 0);
+        streams
+            .on_stream_frame(&stream_frame(0, true, &[7; 3000]), &mut events)
+            .unwrap();
+        assert!(streams.buffered_bytes() >= 3000);
+        let mut buf = [0u8; 4096];
+        assert_eq!(streams.read(id, &mut buf), Ok(ReadOutcome::Data(3000)));
+        assert_eq!(streams.read(id, &mut buf), Ok(ReadOutcome::Finished));
+        // Many idle connections' finished streams must cost nothing.
+        assert_eq!(streams.buffered_bytes(), 0);
     }
 
     #[test]
