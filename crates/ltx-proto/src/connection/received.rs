@@ -48,6 +48,15 @@ impl ReceivedPackets {
         {
             return false;
         }
+        // The common case, the next number in order, extends the newest
+        // range in place.
+        if let Some(mut newest) = self.ranges.last_entry() {
+            if newest.get().checked_add(1) == Some(number) {
+                *newest.get_mut() = number;
+                self.accepted += 1;
+                return true;
+            }
+        }
         if let Some((&oldest, _)) = self.ranges.first_key_value() {
             if self.ranges.len() >= MAX_ACK_RANGES && number < oldest {
                 return false;
