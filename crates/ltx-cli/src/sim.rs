@@ -11,6 +11,7 @@ use ltx_cli::qlog::{prepare_dir, write_simulated};
 use ltx_cli::repair_args::RepairArgs;
 use ltx_cli::settings::transport_for;
 use ltx_presets::Profile;
+use ltx_proto::congestion::SavedPath;
 use ltx_qlog::{QlogWriter, Vantage};
 use ltx_sim::scenario::{Scenario, ScenarioResult};
 use ltx_sim::units::{
@@ -80,6 +81,11 @@ pub(crate) struct RunArgs {
     jitter: Option<f64>,
     #[command(flatten)]
     repair: RepairArgs,
+    /// Start every flow as careful resume does after an earlier connection
+    /// measured this path: from its bottleneck rate and round trip, instead
+    /// of measuring them (`ltx send` does so with the path it saved).
+    #[arg(long)]
+    resume: bool,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
@@ -184,6 +190,16 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         max: args.rtt.mul_f64(percent / 100.0),
         reorder: false,
     });
+    if args.resume {
+        let saved = SavedPath {
+            rate: (args.rate / 8).max(1),
+            min_rtt: args.rtt,
+        };
+        scenario.transport.set_saved_path(Some(saved));
+        for transport in &mut scenario.per_flow {
+            transport.set_saved_path(Some(saved));
+        }
+    }
     let profiles = flow_profiles(args);
     let started = std::time::Instant::now();
     let result = scenario.run().context("building the scenario")?;
