@@ -185,6 +185,7 @@ fn ctcp_sends_extra_coded_packets_for_the_blocks_feedback_shows_short() {
         sent_since_report: 0,
         horizon: HORIZON,
         decoded_through: SymbolId(0),
+        end: SymbolId(0),
         covered: None,
     };
     // Block 0 lacks 32 − (22 + 8) = 2: ⌈2 · 1.1 / 0.8⌉ + 1 = 4.
@@ -216,6 +217,7 @@ fn ctcp_repairs_in_flight_count_against_a_blocks_lack() {
         sent_since_report: 0,
         horizon: HORIZON,
         decoded_through: SymbolId(0),
+        end: SymbolId(0),
         covered: None,
     };
     let owed = sender.scheme.reactive_repairs(&feedback, &estimate);
@@ -274,6 +276,7 @@ fn lt_tcp_sends_rfec_on_feedback_only_for_a_short_block() {
         sent_since_report: 0,
         horizon: HORIZON,
         decoded_through: SymbolId(0),
+        end: SymbolId(0),
         covered: None,
     };
     // ⌈3 · 1.1 / 0.9⌉ + 1 = 5, all over block 0.
@@ -365,6 +368,7 @@ fn dfec_feedback_does_not_race_a_parity_still_to_come() {
         sent_since_report: 0,
         horizon: HORIZON,
         decoded_through: SymbolId(3),
+        end: SymbolId(3),
         covered: None,
     };
     let mut sender = Sender::new(Box::new(dfec()));

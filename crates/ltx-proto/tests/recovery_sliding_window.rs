@@ -300,6 +300,7 @@ fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
         sent_since_report: 0,
         horizon: HORIZON,
         decoded_through: SymbolId(100),
+        end: SymbolId(100),
         covered: Some(Flight {
             sources: 0,
             repairs: 0,

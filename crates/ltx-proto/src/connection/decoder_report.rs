@@ -30,6 +30,7 @@ impl Connection {
             sent_since_report: next.0.saturating_sub(state.end.0),
             horizon: self.horizon(),
             decoded_through: self.sender.peer.decoded_through,
+            end: state.end,
             // Nothing to answer without a deficit, and finding the
             // flight walks the packets in flight.
             covered: (deficit > 0).then(|| self.flight_covering_gaps()).flatten(),

@@ -368,6 +368,7 @@ impl Connection {
                         sent_since_report: 0,
                         horizon: self.horizon(),
                         decoded_through: self.sender.peer.decoded_through,
+                        end: self.sender.peer.decoded_through,
                         covered: None,
                     };
                     self.repair.answer_again(&feedback, &estimate);

@@ -119,6 +119,9 @@ pub struct Feedback {
     pub horizon: Horizon,
     /// The peer's first unknown source symbol.
     pub decoded_through: SymbolId,
+    /// One past the newest source symbol the peer's decoder knows of: its
+    /// unknown symbols lie from `decoded_through` up to here.
+    pub end: SymbolId,
     /// What is in flight, when every repair in flight covers the peer's
     /// first unknown symbol: then what will arrive can be set against the
     /// deficit; `None` otherwise (and when there is no deficit).

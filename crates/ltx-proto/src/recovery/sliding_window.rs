@@ -194,11 +194,25 @@ impl SlidingWindow {
             return feedback.deficit;
         }
         let p = usable_rate(est).unwrap_or(0.0);
+        let span = feedback.horizon.span;
         let ratio = self.proactive_ratio_for(est, &feedback.horizon);
-        let reach = feedback.sent_since_report.min(feedback.horizon.span) as f64;
+        let reach = feedback.sent_since_report.min(span) as f64;
         // What those repairs bring beyond the losses of the symbols sent
         // with them, which they cover too.
         let coming = ((1.0 - p) * ratio - p) * reach;
+        // They reach back a span from the peer's newest symbol at most: of
+        // its newest gaps, spread over its unknown symbols as far as the
+        // report tells, only the share within that span can be made up so.
+        // A first flight sent before any repair leaves gaps the whole
+        // flight back, which the peer cannot report as settled (it holds
+        // no repair window yet).
+        let unknown = feedback.end.0.saturating_sub(feedback.decoded_through.0);
+        let within = if unknown > span {
+            span as f64 / unknown as f64
+        } else {
+            1.0
+        };
+        let coming = coming.min(newest as f64 * within);
         // `as` saturates; `coming` is finite and not negative.
         let uncovered = (newest as f64 - coming).max(0.0).ceil() as u64;
         feedback.settled + uncovered.min(newest)
@@ -660,6 +674,7 @@ mod tests {
             sent_since_report: sent,
             horizon: long,
             decoded_through: ltx_coding::SymbolId(0),
+            end: ltx_coding::SymbolId(0),
             covered: None,
         };
         // 10 short, 2 of them settled: 2 + ⌈8 − 6.4⌉.
@@ -672,6 +687,20 @@ mod tests {
         assert_eq!(policy.deficit_to_answer(&feedback(10, 2, 0), &est), 10);
         // All settled: all answered.
         assert_eq!(policy.deficit_to_answer(&feedback(10, 10, 3000), &est), 10);
+        // Unknown symbols four spans long (a first flight sent before any
+        // repair): a quarter of the newest gaps is within the spans'
+        // reach, 2 of 8, and the rest is answered: 2 + 8 − 2.
+        let first_flight = Feedback {
+            end: ltx_coding::SymbolId(1024),
+            ..feedback(10, 2, 3000)
+        };
+        assert_eq!(policy.deficit_to_answer(&first_flight, &est), 8);
+        // Within one span, the margin counts as before.
+        let recent = Feedback {
+            end: ltx_coding::SymbolId(256),
+            ..feedback(10, 2, 3000)
+        };
+        assert_eq!(policy.deficit_to_answer(&recent, &est), 4);
         // A 20 ms path sends no repair ahead of loss.
         let short = Feedback {
             horizon: horizon(256, 20),
