@@ -2,20 +2,25 @@
 //! ssh keystroke) whose only packet is lost is repaired by the sender's
 //! tail repair, not after a probe time-out, and the interactive traffic
 //! around it neither grows the window nor raises the loss estimate past
-//! what the path dealt.
+//! what the path dealt; a message lost in the middle of a download is
+//! repaired by its guard, not a round trip later.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use ltx_proto::{Connection, EcnCodepoint, ReadOutcome, StreamId, TransportConfig};
 
-const ONE_WAY: Duration = Duration::from_millis(300);
+/// The one-way delay of a long path, where repair goes ahead of loss.
+const LONG: Duration = Duration::from_millis(300);
+/// The one-way delay of a short path, where gaps are left to feedback.
+const SHORT: Duration = Duration::from_millis(10);
 
 /// Two connections joined by a wire with a fixed one-way delay, in
 /// virtual time; `drop` decides, for each client datagram in order,
 /// whether the wire loses it.
 struct Path {
     now: Instant,
+    one_way: Duration,
     client: Connection,
     server: Connection,
     /// Datagrams on the wire: arrival time (and a sequence number to keep
@@ -30,10 +35,11 @@ struct Path {
 type Loses = dyn FnMut(u64, &[u8]) -> bool;
 
 impl Path {
-    fn new(drop: impl FnMut(u64, &[u8]) -> bool + 'static) -> Path {
+    fn new(one_way: Duration, drop: impl FnMut(u64, &[u8]) -> bool + 'static) -> Path {
         let now = Instant::now();
         Path {
             now,
+            one_way,
             client: Connection::client(TransportConfig::default(), now, 7).unwrap(),
             server: Connection::server(TransportConfig::default(), now, 8).unwrap(),
             wire: BTreeMap::new(),
@@ -51,13 +57,15 @@ impl Path {
             if !(self.drop)(n, &t.contents) {
                 self.sequence += 1;
                 self.wire
-                    .insert((self.now + ONE_WAY, self.sequence), (true, t.contents));
+                    .insert((self.now + self.one_way, self.sequence), (true, t.contents));
             }
         }
         while let Some(t) = self.server.poll_transmit(self.now) {
             self.sequence += 1;
-            self.wire
-                .insert((self.now + ONE_WAY, self.sequence), (false, t.contents));
+            self.wire.insert(
+                (self.now + self.one_way, self.sequence),
+                (false, t.contents),
+            );
         }
     }
 
@@ -136,7 +144,7 @@ fn a_lone_lost_keystroke_is_repaired_before_a_probe_time_out() {
     // Before: one datagram in ten lost, so that the path's loss is known
     // (on a path that has never lost anything, a lone message gets no
     // tail repair: it would double every keystroke's packets).
-    let mut path = Path::new(move |n, _| {
+    let mut path = Path::new(LONG, move |n, _| {
         if a.get() {
             if l.get().is_none() {
                 l.set(Some(n));
@@ -169,7 +177,7 @@ fn a_lone_lost_keystroke_is_repaired_before_a_probe_time_out() {
     // A probe time-out is at least a smoothed RTT after the send, and the
     // probe then takes a one-way delay: arriving before that is the tail
     // repair's doing.
-    assert!(delay < rtt + ONE_WAY, "{delay:?} with rtt {rtt:?}");
+    assert!(delay < rtt + LONG, "{delay:?} with rtt {rtt:?}");
     // Interactive traffic and its tail repairs neither grow the window
     // nor raise the loss estimate above the one in ten the path dealt.
     assert!(
@@ -178,4 +186,64 @@ fn a_lone_lost_keystroke_is_repaired_before_a_probe_time_out() {
         stats.cwnd
     );
     assert!(stats.loss_rate <= 0.15, "loss estimate {}", stats.loss_rate);
+}
+
+#[test]
+fn a_message_lost_beside_a_download_is_repaired_by_its_guard() {
+    // One datagram in ten lost while the path is measured, none while the
+    // download gets going; then the three datagrams sent after the message
+    // is written (it goes in the second source symbol, behind one of the
+    // download's), and nothing else.
+    let phase = std::rc::Rc::new(std::cell::Cell::new(Phase::Measuring));
+    let p = phase.clone();
+    let mut path = Path::new(SHORT, move |n, _| match p.get() {
+        Phase::Measuring => n % 10 == 9,
+        Phase::Clean => false,
+        Phase::LoseFrom(first) => (first..first + 3).contains(&n),
+    });
+    let (message_stream, _) = established(&mut path);
+    phase.set(Phase::Clean);
+    let download = path.client.open_stream().unwrap();
+    let bulk = vec![b'd'; 1 << 20];
+    let (mut written, mut read) = (0, 0);
+    for _ in 0..10 {
+        written += path.client.write(download, &bulk).unwrap();
+        path.run_until(path.now + Duration::from_millis(5));
+        read += path.read(download);
+    }
+    assert!(read > 0 && read < written, "the download is going");
+    let repaired_before = path.server.stats().symbols_repaired;
+    phase.set(Phase::LoseFrom(path.client_datagrams));
+    let sent = path.now;
+    path.client.write(message_stream, b"reply").unwrap();
+    let mut delivered = None;
+    while path.now < sent + Duration::from_secs(1) {
+        path.run_until(path.now + Duration::from_micros(500));
+        if path.read(message_stream) > 0 {
+            delivered = Some(path.now - sent);
+            break;
+        }
+        path.read(download);
+    }
+    let delay = delivered.expect("the message arrives");
+    let rtt = path.client.stats().rtt;
+    let repaired = path.server.stats().symbols_repaired - repaired_before;
+    println!("message delivered after {delay:?}, rtt {rtt:?}, {repaired} symbols repaired");
+    assert!(repaired > 0, "a lost symbol was repaired");
+    // The window is full when the message is written: it leaves with the
+    // next flight, up to a round trip later, and its guard a few packets
+    // after it. A repair in answer to feedback would arrive a round trip
+    // after the flight.
+    assert!(delay < SHORT + rtt, "{delay:?} with rtt {rtt:?}");
+}
+
+/// Which client datagrams the wire loses.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// One in ten.
+    Measuring,
+    /// None.
+    Clean,
+    /// Three from this one on, and none after.
+    LoseFrom(u64),
 }

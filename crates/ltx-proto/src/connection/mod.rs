@@ -4,6 +4,7 @@ mod address_validation;
 mod copy_spacing;
 mod decoder_report;
 mod early;
+mod guard;
 mod handshake;
 mod input;
 mod loss_round;

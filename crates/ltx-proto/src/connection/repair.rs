@@ -3,8 +3,9 @@
 //!
 //! Every datagram the sender may send goes, in this order, to: a probe
 //! (after a probe time-out), a reactive repair (the peer's reported
-//! deficit), a proactive repair (a whole unit of credit, earned by source
-//! symbols), a new source symbol, a tail repair (the data ran out).
+//! deficit), a message's guard (see [`guard`](super::guard)), a proactive
+//! repair (a whole unit of credit, earned by source symbols), a new source
+//! symbol, a tail repair (the data ran out).
 //! [`RepairScheduler::next`] applies the order; the scheme decides only
 //! how many of each, and over which window.
 
@@ -12,6 +13,7 @@ use std::time::Instant;
 
 use ltx_coding::SymbolId;
 
+use super::guard::MessageGuards;
 use super::{Connection, Timer, Transmit};
 use crate::recovery::{
     Feedback, Flight, Horizon, LossEstimate, RedundancyScheme, RepairPlan, RepairRange,
@@ -37,6 +39,8 @@ pub(super) enum Next {
     Repair(RepairReason),
     /// A new source symbol.
     Source,
+    /// A repair over this source symbol alone: a message's guard.
+    Guard(SymbolId),
 }
 
 /// The repair the scheme has asked for and the sender has yet to send.
@@ -57,6 +61,8 @@ pub(super) struct RepairScheduler {
     /// Probes owed after a probe time-out (repairs, or pings with nothing
     /// to repair).
     pub(super) probe_owed: u32,
+    /// Repairs owed to messages sent in the middle of other data.
+    pub(super) guards: MessageGuards,
 }
 
 impl RepairScheduler {
@@ -70,23 +76,28 @@ impl RepairScheduler {
             tail_owed: 0,
             tail_armed: false,
             probe_owed: 0,
+            guards: MessageGuards::default(),
         }
     }
 
-    /// Whether there is anything to send, given `held` symbols the encoder
-    /// holds and whether new `data` may go: `Some(true)` for a probe, which
-    /// neither the congestion window nor the pacer holds back.
-    pub(super) fn pending(&self, held: u64, data: bool) -> Option<bool> {
+    /// Whether there is anything to send in packet `number`, given `held`
+    /// symbols the encoder holds and whether new `data` may go:
+    /// `Some(true)` for a probe, which neither the congestion window nor
+    /// the pacer holds back.
+    pub(super) fn pending(&self, number: u64, held: u64, data: bool) -> Option<bool> {
         let probe = self.probe_owed > 0 && held > 0;
-        let repair =
-            held > 0 && (self.reactive_owed > 0 || self.credit >= 1.0 || self.tail_owed > 0);
+        let repair = held > 0
+            && (self.reactive_owed > 0
+                || self.guards.due(number, data)
+                || self.credit >= 1.0
+                || self.tail_owed > 0);
         (probe || data || repair).then_some(probe)
     }
 
-    /// Takes the next thing to send in the order probe > reactive >
-    /// proactive > data > tail, counting a repair as spent; `probe` as
-    /// [`pending`](Self::pending) said.
-    pub(super) fn next(&mut self, probe: bool, held: u64, data: bool) -> Option<Next> {
+    /// Takes the next thing to send in packet `number` in the order probe >
+    /// reactive > guard > proactive > data > tail, counting a repair as
+    /// spent; `probe` as [`pending`](Self::pending) said.
+    pub(super) fn next(&mut self, number: u64, probe: bool, held: u64, data: bool) -> Option<Next> {
         if probe {
             self.probe_owed -= 1;
             return Some(Next::Repair(RepairReason::Probe));
@@ -94,6 +105,11 @@ impl RepairScheduler {
         if self.reactive_owed > 0 {
             self.reactive_owed -= 1;
             return Some(Next::Repair(RepairReason::Reactive));
+        }
+        if held > 0 && self.guards.due(number, data) {
+            if let Some(id) = self.guards.take() {
+                return Some(Next::Guard(id));
+            }
         }
         if self.credit >= 1.0 && held > 0 {
             self.credit -= 1.0;
@@ -207,6 +223,7 @@ impl Connection {
             return None;
         }
         let encoder = self.sender.encoder.as_ref()?;
+        self.repair.guards.forget_before(encoder.oldest());
         let held = encoder.next_id().0 - encoder.oldest().0;
         let window_open = encoder.next_id().0
             < self.sender.peer.decoded_through.0 + self.sender.peer.window
@@ -216,12 +233,17 @@ impl Connection {
                 .scheme
                 .may_send_source(encoder.next_id(), self.sender.peer.decoded_through);
         let data = window_open && self.streams.has_pending();
-        let probe = self.repair.pending(held, data)?;
+        let number = self.recovery.next_number;
+        let probe = self.repair.pending(number, held, data)?;
         if !probe && !self.window_and_pacer_allow(now) {
             return None;
         }
-        let reason = match self.repair.next(probe, held, data)? {
+        let reason = match self.repair.next(number, probe, held, data)? {
             Next::Source => return self.build_source(now, PacketType::Data),
+            Next::Guard(id) => {
+                self.stats.repair_tail += 1;
+                return self.build_guard(now, id);
+            }
             Next::Repair(reason) => reason,
         };
         match reason {

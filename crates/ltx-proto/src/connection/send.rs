@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use ltx_coding::codec::{EncodeError, Encoder};
-use ltx_coding::{RepairKey, SymbolId};
+use ltx_coding::codec::{Code, EncodeError, Encoder};
+use ltx_coding::{RepairKey, SymbolId, Window};
 
 use super::early::pad_early;
 use super::sent::BLIND_AFTER_PTOS;
@@ -14,7 +14,7 @@ use super::streams::Violation;
 use super::{Connection, EcnCodepoint, Timer, Transmit};
 use crate::event::{codes, CloseReason, Event, PacketKind, TraceEvent};
 use crate::protection::{PacketProtection, PlainProtection, REPLAY_WINDOW};
-use crate::recovery::{RepairRange, RepairReason};
+use crate::recovery::{RepairPlan, RepairRange, RepairReason};
 use crate::wire::{
     AckFrame, CloseFrame, DecoderState, Frame, Header, PacketNumber, PacketType, RepairFrame,
     SourceFrame, TruncatedPacketNumber, TruncatedSymbolId,
@@ -373,6 +373,7 @@ impl Connection {
         let horizon = self.horizon();
         self.repair.on_source_sent(id, &estimate, &horizon);
         let next = SymbolId(id.0 + 1);
+        let message = self.streams.take_message_sent();
         if !self.streams.has_pending()
             || !self
                 .repair
@@ -380,6 +381,11 @@ impl Connection {
                 .may_send_source(next, self.sender.peer.decoded_through)
         {
             self.arm_tail(&estimate);
+        } else {
+            let guard = message && self.repair.scheme.guards_messages();
+            self.repair
+                .guards
+                .on_source_sent(id, number, guard, &estimate);
         }
         self.repair.scheme.on_source_sent(number, id);
         Some(self.finish_packet(
@@ -409,6 +415,34 @@ impl Connection {
             reach_flight: false,
         };
         let plan = self.repair.plan(reason, range)?;
+        let carried = if reason == RepairReason::Proactive {
+            Carried::Repair
+        } else {
+            Carried::WideRepair
+        };
+        self.send_repair(now, reason, plan, carried)
+    }
+
+    /// A message's guard: a repair over source symbol `id` alone, which
+    /// covers no gap but its own, so it is not counted among the repairs
+    /// in flight.
+    pub(super) fn build_guard(&mut self, now: Instant, id: SymbolId) -> Option<Transmit> {
+        let plan = RepairPlan {
+            window: Window { first: id, len: 1 },
+            code: Code::default(),
+        };
+        self.send_repair(now, RepairReason::Tail, plan, Carried::Other)
+    }
+
+    /// A packet carrying the repair `plan`, sent for `reason`, or `None` if
+    /// the encoder no longer holds its window.
+    fn send_repair(
+        &mut self,
+        now: Instant,
+        reason: RepairReason,
+        plan: RepairPlan,
+        carried: Carried,
+    ) -> Option<Transmit> {
         let key = RepairKey(self.sender.next_repair_key);
         self.sender.next_repair_key = self.sender.next_repair_key.wrapping_add(1);
         let mut data = std::mem::take(&mut self.sender.scratch);
@@ -442,11 +476,7 @@ impl Connection {
                 reason,
                 window: plan.window,
             },
-            Some(if reason == RepairReason::Proactive {
-                Carried::Repair
-            } else {
-                Carried::WideRepair
-            }),
+            Some(carried),
         ))
     }
 }

@@ -62,7 +62,8 @@ pub struct ConnectionStats {
     pub repair_proactive: u64,
     /// Of those, sent in answer to the peer's reported deficit.
     pub repair_reactive: u64,
-    /// Of those, sent to protect the tail of a burst of data.
+    /// Of those, sent to protect the tail of a burst of data, or a message
+    /// sent in the middle of other data.
     pub repair_tail: u64,
     /// Of those, sent as probes when feedback stopped.
     pub repair_probe: u64,

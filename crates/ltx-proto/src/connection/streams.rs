@@ -97,6 +97,9 @@ struct SendStream {
     stopped: Option<u64>,
     /// `write` refused bytes: tell the application when there is room.
     want_writable: bool,
+    /// The offset of the first byte written since the buffer was last
+    /// empty: where the current burst of writes began.
+    burst_start: u64,
 }
 
 #[derive(Debug, Default)]
@@ -155,6 +158,8 @@ pub(crate) struct Streams {
     max_stream_data_pending: BTreeSet<StreamId>,
     max_streams_pending: bool,
     stop_sending_pending: BTreeSet<StreamId>,
+    /// A message went whole into a symbol since this was last taken.
+    message_sent: bool,
 }
 
 /// The limits a `Streams` starts with.
@@ -222,6 +227,7 @@ impl Streams {
             max_stream_data_pending: BTreeSet::new(),
             max_streams_pending: false,
             stop_sending_pending: BTreeSet::new(),
+            message_sent: false,
         }
     }
 
@@ -249,6 +255,7 @@ impl Streams {
             state: SendState::Open,
             stopped: None,
             want_writable: false,
+            burst_start: 0,
         }
     }
 
@@ -294,6 +301,9 @@ impl Streams {
         }
         if n > 0 {
             let was_empty = stream.pending.is_empty();
+            if was_empty {
+                stream.burst_start = stream.offset;
+            }
             stream.pending.extend(&data[..n]);
             if was_empty && !self.ready.contains(&id) {
                 self.ready.push_back(id);
@@ -412,6 +422,14 @@ impl Streams {
         }
     }
 
+    /// Whether a message went whole into a symbol since the last call: a
+    /// burst of writes no longer than half a symbol, begun on an empty
+    /// buffer and sent to its end (a keystroke, a request, a reply), whose
+    /// delay matters more than its bytes.
+    pub(crate) fn take_message_sent(&mut self) -> bool {
+        std::mem::take(&mut self.message_sent)
+    }
+
     /// Writes frames into `out` (a symbol being built) while they fit in
     /// `room` bytes; control frames first, then stream data in turn.
     pub(crate) fn fill(
@@ -470,7 +488,7 @@ impl Streams {
             let Some(id) = self.ready.pop_front() else {
                 break;
             };
-            let done = self.fill_stream(id, out, limit, events, trace);
+            let done = self.fill_stream(id, out, limit, room / 2, events, trace);
             if !done {
                 self.ready.push_back(id);
             }
@@ -481,12 +499,14 @@ impl Streams {
     }
 
     /// Puts what fits of stream `id` in `out`; whether the stream has
-    /// nothing more to send for now.
+    /// nothing more to send for now. A burst of writes up to
+    /// `message_bytes` long that this sends to its end is a message.
     fn fill_stream(
         &mut self,
         id: StreamId,
         out: &mut Vec<u8>,
         limit: usize,
+        message_bytes: usize,
         events: &mut VecDeque<Event>,
         trace: bool,
     ) -> bool {
@@ -561,6 +581,9 @@ impl Streams {
         }
         stream.offset += len as u64;
         self.sent_data += len as u64;
+        if len > 0 && stream.pending.is_empty() {
+            self.message_sent |= stream.offset - stream.burst_start <= message_bytes as u64;
+        }
         if fin {
             stream.state = SendState::FinSent;
         }
@@ -801,88 +824,4 @@ pub(crate) fn frame_name(frame: &Frame<'_>) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn streams() -> Streams {
-        let mut streams = Streams::new(
-            Side::Server,
-            StreamLimits {
-                receive_window: 1 << 20,
-                stream_receive_window: 1 << 16,
-                send_buffer: 1 << 16,
-                max_streams: 4,
-            },
-        );
-        streams.set_peer_limits(1 << 20, 1 << 16, 4);
-        streams
-    }
-
-    fn stream_frame(offset: u64, fin: bool, data: &[u8]) -> StreamFrame<'_> {
-        StreamFrame {
-            id: StreamId::new(Side::Client, 0),
-            offset,
-            fin,
-            to_end: false,
-            data,
-        }
-    }
-
-    fn readable_events(events: &VecDeque<Event>) -> usize {
-        events
-            .iter()
-            .filter(|e| matches!(e, Event::StreamReadable(_)))
-            .count()
-    }
-
-    #[test]
-    fn a_fin_alone_after_the_data_was_read_wakes_the_reader() {
-        let mut streams = streams();
-        let mut events = VecDeque::new();
-        let id = StreamId::new(Side::Client, 0);
-        streams
-            .on_stream_frame(&stream_frame(0, false, b"request"), &mut events)
-            .unwrap();
-        assert_eq!(readable_events(&events), 1);
-        let mut buf = [0u8; 16];
-        assert_eq!(streams.read(id, &mut buf), Ok(ReadOutcome::Data(7)));
-        assert_eq!(streams.read(id, &mut buf), Ok(ReadOutcome::Blocked));
-        // The half-close comes in a frame of its own.
-        events.clear();
-        streams
-            .on_stream_frame(&stream_frame(7, true, b""), &mut events)
-            .unwrap();
-        assert_eq!(readable_events(&events), 1, "the reader waits for its end");
-        assert_eq!(streams.read(id, &mut buf), Ok(ReadOutcome::Finished));
-    }
-
-    #[test]
-    fn a_stream_read_to_its_end_keeps_no_buffer() {
-        let mut streams = streams();
-        let mut events = VecDeque::new();
-        let id = StreamId::new(Side::Client, 0);
-        streams
-            .on_stream_frame(&stream_frame(0, true, &[7; 3000]), &mut events)
-            .unwrap();
-        assert!(streams.buffered_bytes() >= 3000);
-        let mut buf = [0u8; 4096];
-        assert_eq!(streams.read(id, &mut buf), Ok(ReadOutcome::Data(3000)));
-        assert_eq!(streams.read(id, &mut buf), Ok(ReadOutcome::Finished));
-        // Many idle connections' finished streams must cost nothing.
-        assert_eq!(streams.buffered_bytes(), 0);
-    }
-
-    #[test]
-    fn a_fin_behind_unread_data_wakes_no_one_twice() {
-        let mut streams = streams();
-        let mut events = VecDeque::new();
-        streams
-            .on_stream_frame(&stream_frame(0, false, b"request"), &mut events)
-            .unwrap();
-        streams
-            .on_stream_frame(&stream_frame(7, true, b""), &mut events)
-            .unwrap();
-        // Readable since the first frame: one event is enough.
-        assert_eq!(readable_events(&events), 1);
-    }
-}
+mod tests;

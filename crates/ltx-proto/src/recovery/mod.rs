@@ -47,7 +47,8 @@ pub enum RepairReason {
     Proactive,
     /// In answer to the peer's reported deficit.
     Reactive,
-    /// For the tail of a transfer, when the sender has no new data.
+    /// For the tail of a transfer, when the sender has no new data; or for
+    /// a message sent in the middle of other data, over its symbol alone.
     Tail,
     /// At a probe time-out, when feedback stopped.
     Probe,
@@ -185,6 +186,14 @@ pub trait RedundancyScheme: fmt::Debug + Send {
     /// of data (or may not send more) with `unconfirmed` source symbols
     /// before `next` whose fate it does not know.
     fn tail_repairs(&self, unconfirmed: u64, next: SymbolId, estimate: &LossEstimate) -> u64;
+
+    /// Whether a message sent in the middle of other data (a keystroke, a
+    /// reply) gets a repair of its own a few packets later, where the path
+    /// loses packets, rather than waiting for feedback if it is lost. By
+    /// default, no.
+    fn guards_messages(&self) -> bool {
+        false
+    }
 
     /// How many repairs the tail needs for the whole `flight` whose fate is
     /// not known yet, when the sender ran out of data: the sender takes the

@@ -360,6 +360,10 @@ impl RedundancyScheme for SlidingWindow {
         SlidingWindow::tail_repairs_for_flight(self, flight, estimate)
     }
 
+    fn guards_messages(&self) -> bool {
+        true
+    }
+
     fn plan_repair(&mut self, reason: RepairReason, range: &RepairRange) -> Option<RepairPlan> {
         let window = match reason {
             RepairReason::Proactive => {
