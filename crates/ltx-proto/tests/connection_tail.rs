@@ -104,6 +104,31 @@ impl Path {
         }
     }
 
+    /// Writes `message` on the client's stream `id` and runs in steps of
+    /// `step` until the server reads it (reading `also` meanwhile), for at
+    /// most `limit`: how long it took.
+    fn deliver(
+        &mut self,
+        id: StreamId,
+        message: &[u8],
+        step: Duration,
+        limit: Duration,
+        also: Option<StreamId>,
+    ) -> Option<Duration> {
+        let sent = self.now;
+        self.client.write(id, message).unwrap();
+        while self.now < sent + limit {
+            self.run_until(self.now + step);
+            if self.read(id) > 0 {
+                return Some(self.now - sent);
+            }
+            if let Some(also) = also {
+                self.read(also);
+            }
+        }
+        None
+    }
+
     /// Bytes the server has to read on `id` now.
     fn read(&mut self, id: StreamId) -> usize {
         let mut buf = [0u8; 4096];
@@ -156,16 +181,8 @@ fn a_lone_lost_keystroke_is_repaired_before_a_probe_time_out() {
     });
     let (id, initial_window) = established(&mut path);
     armed.set(true);
-    let sent = path.now;
-    path.client.write(id, b"k").unwrap();
-    let mut delivered = None;
-    while path.now < sent + Duration::from_secs(5) {
-        path.run_until(path.now + Duration::from_millis(5));
-        if path.read(id) > 0 {
-            delivered = Some(path.now - sent);
-            break;
-        }
-    }
+    let step = Duration::from_millis(5);
+    let delivered = path.deliver(id, b"k", step, Duration::from_secs(5), None);
     assert!(lost.get().is_some(), "the keystroke's datagram was dropped");
     let delay = delivered.expect("the keystroke arrives");
     let rtt = path.client.stats().rtt;
@@ -214,17 +231,14 @@ fn a_message_lost_beside_a_download_is_repaired_by_its_guard() {
     assert!(read > 0 && read < written, "the download is going");
     let repaired_before = path.server.stats().symbols_repaired;
     phase.set(Phase::LoseFrom(path.client_datagrams));
-    let sent = path.now;
-    path.client.write(message_stream, b"reply").unwrap();
-    let mut delivered = None;
-    while path.now < sent + Duration::from_secs(1) {
-        path.run_until(path.now + Duration::from_micros(500));
-        if path.read(message_stream) > 0 {
-            delivered = Some(path.now - sent);
-            break;
-        }
-        path.read(download);
-    }
+    let step = Duration::from_micros(500);
+    let delivered = path.deliver(
+        message_stream,
+        b"reply",
+        step,
+        Duration::from_secs(1),
+        Some(download),
+    );
     let delay = delivered.expect("the message arrives");
     let rtt = path.client.stats().rtt;
     let repaired = path.server.stats().symbols_repaired - repaired_before;
