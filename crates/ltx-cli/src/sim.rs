@@ -86,6 +86,11 @@ pub(crate) struct RunArgs {
     /// of measuring them (`ltx send` does so with the path it saved).
     #[arg(long)]
     resume: bool,
+    /// Send the first bytes in the first flight, as 0-RTT early data (as
+    /// `ltx send` does): both ends are secured, and T* becomes T*₀, a
+    /// one-way delay and the bytes at the erasure capacity.
+    #[arg(long)]
+    early_data: bool,
     /// Print one JSON object instead of a summary.
     #[arg(long)]
     json: bool,
@@ -190,6 +195,12 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
         max: args.rtt.mul_f64(percent / 100.0),
         reorder: false,
     });
+    if args.early_data {
+        scenario.transport.set_early_data(true);
+        for transport in &mut scenario.per_flow {
+            transport.set_early_data(true);
+        }
+    }
     if args.resume {
         let saved = SavedPath {
             rate: (args.rate / 8).max(1),

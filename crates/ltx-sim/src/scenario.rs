@@ -4,9 +4,14 @@
 use std::time::{Duration, Instant};
 
 use ltx_link::{Aqm, Jitter, LinkConfig, LossModel, Outage, Rate};
-use ltx_proto::protection::REPLAY_WINDOW;
+use ltx_proto::protection::{
+    EarlyDataRecord, SecurityConfig, StaticKeypair, UnixMillis, WallClock, EARLY_DATA_AHEAD,
+    REPLAY_WINDOW, TAG_LEN,
+};
 use ltx_proto::wire::{PacketNumber, SymbolId, TruncatedPacketNumber, TruncatedSymbolId};
 use ltx_proto::{Connection, TransportConfig};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 
 use crate::metrics::{ideal_completion, jain, percentile};
 use crate::transfer::TransferNode;
@@ -182,6 +187,58 @@ pub struct ScenarioResult {
     pub receiver_trace: Vec<(f64, ltx_proto::TraceEvent)>,
 }
 
+/// The wall clock both ends of a simulated flow read at its start, for
+/// early data's replay check: any fixed time does.
+const SIMULATED_UNIX_START: UnixMillis = UnixMillis(1_800_000_000_000);
+
+/// The client and server of flow `seed`. Plain, unless `transport` has
+/// early data on: early data is sealed under the handshake's first
+/// message, so those ends are secured, with keys and entropy drawn from
+/// the seed (a simulation is not secret, and must repeat), and the
+/// server's record of first flights started before the flow, as on a
+/// server that has been up a while.
+fn endpoints(
+    transport: &TransportConfig,
+    epoch: Instant,
+    seed: u64,
+) -> Result<(Connection, Connection), ScenarioError> {
+    if !transport.early_data() {
+        let client = Connection::client(transport.clone(), epoch, seed)?;
+        let server = Connection::server(transport.clone(), epoch, seed ^ 0xa5a5)?;
+        return Ok((client, server));
+    }
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0x6b65_7973);
+    let server_keys = StaticKeypair::from_entropy(rng.random());
+    let mut client_security = SecurityConfig::new(StaticKeypair::from_entropy(rng.random()));
+    client_security.clock = Some(WallClock::new(epoch, SIMULATED_UNIX_START));
+    let server_public = server_keys.public();
+    let mut server_security = SecurityConfig::new(server_keys);
+    // A record takes no early data for `EARLY_DATA_AHEAD` after it starts.
+    let before = 2 * EARLY_DATA_AHEAD;
+    let started = epoch.checked_sub(before).unwrap_or(epoch);
+    let started_unix = SIMULATED_UNIX_START.0 - u64::try_from(before.as_millis()).unwrap_or(0);
+    server_security.early_data_record = Some(EarlyDataRecord::new(WallClock::new(
+        started,
+        UnixMillis(started_unix),
+    )));
+    let client = Connection::secure_client(
+        transport.clone(),
+        client_security,
+        server_public,
+        epoch,
+        seed,
+        rng.random(),
+    )?;
+    let server = Connection::secure_server(
+        transport.clone(),
+        server_security,
+        epoch,
+        seed ^ 0xa5a5,
+        rng.random(),
+    )?;
+    Ok((client, server))
+}
+
 /// A scenario that cannot be built.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
@@ -238,15 +295,29 @@ impl Scenario {
         let header = 5.0 + number.len() as f64;
         let source_frame = 1.0 + id.len() as f64;
         let symbol = self.transport.symbol_size() as f64;
-        (symbol - 6.0) / (symbol + header + source_frame + 4.0)
+        // A sealed packet (early data needs the handshake's keys) ends in
+        // its AEAD tag instead.
+        let check = if self.transport.early_data() {
+            TAG_LEN as f64
+        } else {
+            4.0
+        };
+        (symbol - 6.0) / (symbol + header + source_frame + check)
     }
 
     /// The ideal completion time T* of one flow's transfer (its fair share
-    /// of the bottleneck).
+    /// of the bottleneck). With early data on, the first flight carries the
+    /// transfer's bytes and no handshake round trip comes first: T*₀, a
+    /// one-way delay and the bytes at the erasure capacity.
     pub fn ideal(&self) -> Duration {
         let payload_fraction = self.payload_fraction();
         let share = self.rate_bps / self.flows.max(1) as u64;
-        ideal_completion(self.size, share, self.rtt, self.loss, payload_fraction)
+        let ideal = ideal_completion(self.size, share, self.rtt, self.loss, payload_fraction);
+        if self.transport.early_data() {
+            ideal.saturating_sub(self.rtt)
+        } else {
+            ideal
+        }
     }
 
     /// The two directions of the scenario's path (data, then
@@ -294,10 +365,12 @@ impl Scenario {
             let mut transport = self.transport_of(flow as usize).clone();
             transport.set_trace(true);
             let seed = self.seed.wrapping_mul(1000).wrapping_add(flow);
-            let client = Connection::client(transport.clone(), epoch, seed)?;
-            let server = Connection::server(transport.clone(), epoch, seed ^ 0xa5a5)?;
+            let (client, server) = endpoints(&transport, epoch, seed)?;
             let payload_seed = seed ^ 0x0070_6179;
             let mut sender = TransferNode::sender(client, self.size, payload_seed);
+            if transport.early_data() {
+                sender.write_early();
+            }
             let mut receiver = TransferNode::receiver(server, self.size, payload_seed);
             if self.trace && flow == 0 {
                 sender.record_trace();

@@ -47,6 +47,8 @@ enum App {
         chunk: Vec<u8>,
         /// (end offset, time) of each piece of stream data first sent.
         sent_log: Vec<(u64, Instant)>,
+        /// Whether it writes before the handshake completes (early data).
+        early: bool,
     },
     Receiver {
         size: u64,
@@ -96,6 +98,7 @@ impl TransferNode {
                 finished: false,
                 chunk: Vec::new(),
                 sent_log: Vec::new(),
+                early: false,
             },
             seed,
             buf: vec![0; 64 * 1024],
@@ -123,6 +126,14 @@ impl TransferNode {
             closed: None,
             closed_at: None,
             trace: None,
+        }
+    }
+
+    /// Has a sender open its stream and write before the handshake
+    /// completes, as early data (the connection must have it on).
+    pub fn write_early(&mut self) {
+        if let App::Sender { early, .. } = &mut self.app {
+            *early = true;
         }
     }
 
@@ -223,9 +234,10 @@ impl TransferNode {
                 stream,
                 finished,
                 chunk,
+                early,
                 ..
             } => {
-                if !self.connection.is_established() || *finished {
+                if !(self.connection.is_established() || *early) || *finished {
                     return;
                 }
                 let id = match stream {
