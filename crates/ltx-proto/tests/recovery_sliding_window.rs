@@ -56,6 +56,9 @@ fn clean_path_pays_nothing() {
         repairs: 0,
         rtt: LONG.rtt,
         at_stake: 0,
+        owed: 0,
+        answers: 0,
+        span: 0,
     };
     assert_eq!(policy.tail_repairs_for_flight(&flight, &clean), 0);
     assert_eq!(policy.reactive_repairs(0, 0, &clean), 0);
@@ -160,6 +163,9 @@ fn monte_carlo_tail_covers_the_last_symbols() {
             repairs,
             rtt: LONG.rtt,
             at_stake: 0,
+            owed: 0,
+            answers: 0,
+            span: 0,
         };
         let tail = policy.tail_repairs_for_flight(&flight, &known);
         let trials = 4000;
@@ -185,6 +191,135 @@ fn monte_carlo_tail_covers_the_last_symbols() {
             "seed {seed:#x}, p {p}: tail {tail} short in {residual}, half of it in {at_half}"
         );
     }
+}
+
+/// The same flights sized from a young estimate: each drawn from 1 000
+/// fates of the channel, so that it errs as a connection's does one round
+/// trip in. The ratio, and so the margin the last symbols' walk drifts
+/// by, follows the estimate, while the losses follow the channel; the tail
+/// must still leave about `tail_residual` of flights short, not several
+/// times that where the estimate came out low.
+#[test]
+fn monte_carlo_tail_covers_the_last_symbols_of_a_young_estimate() {
+    let policy = SlidingWindow::default();
+    let fates = 1000;
+    for (i, p) in [0.05, 0.2].into_iter().enumerate() {
+        let seed = 0x7A20 + i as u64;
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let trials = 4000;
+        let mut short = 0;
+        for _ in 0..trials {
+            let lost = (0..fates).filter(|_| rng.random_bool(p)).count();
+            let rate = lost as f64 / fates as f64;
+            let estimate = LossEstimate {
+                rate,
+                burst: 1.0 / (1.0 - rate),
+                samples: fates,
+            };
+            let ratio = policy.proactive_ratio_for(&estimate, &LONG);
+            let sources = 1000;
+            let mut credit = 0.0;
+            let steps: Vec<u64> = (0..sources)
+                .map(|_| {
+                    credit += ratio;
+                    let repairs = credit.floor();
+                    credit -= repairs;
+                    repairs as u64
+                })
+                .collect();
+            let flight = Flight {
+                sources,
+                repairs: steps.iter().sum(),
+                rtt: LONG.rtt,
+                at_stake: 0,
+                owed: 0,
+                answers: 0,
+                span: 0,
+            };
+            let tail = policy.tail_repairs_for_flight(&flight, &estimate);
+            let arrived = (0..tail).filter(|_| !rng.random_bool(p)).count() as i64;
+            let (mut lack, mut worst) = (0i64, 0i64);
+            for &step in steps.iter().rev() {
+                lack -= (0..step).filter(|_| !rng.random_bool(p)).count() as i64;
+                lack += i64::from(rng.random_bool(p));
+                worst = worst.max(lack);
+            }
+            short += u32::from(worst > arrived);
+        }
+        let residual = f64::from(short) / f64::from(trials);
+        assert!(
+            residual <= 0.02,
+            "seed {seed:#x}, p {p}: flights left short {residual}"
+        );
+    }
+}
+
+/// A flight sent at a ratio that fell (its early symbols went with a
+/// higher estimate): its last symbols and spans went at today's ratio, and
+/// the tail is sized for that, not for the flight's average.
+#[test]
+fn the_tail_follows_the_ratio_the_last_symbols_went_with() {
+    let policy = SlidingWindow::default();
+    let estimate = bursty(0.03, 1.43);
+    let flight = Flight {
+        sources: 2400,
+        repairs: 320,
+        rtt: LONG.rtt,
+        at_stake: 3000,
+        owed: 0,
+        answers: 0,
+        span: 0,
+    };
+    let average = policy.tail_repairs_for_flight(&flight, &estimate);
+    let spanned = policy.tail_repairs_for_flight(
+        &Flight {
+            span: 256,
+            ..flight
+        },
+        &estimate,
+    );
+    assert!(
+        spanned >= average + 3,
+        "at the flight's average ratio {average}, at today's {spanned}"
+    );
+}
+
+/// Answers in flight for gaps the peer reported make up those gaps, not
+/// the flight's: where they may fall short, the tail grows by their
+/// spread.
+#[test]
+fn the_tail_covers_the_answers_in_flight() {
+    let policy = SlidingWindow::default();
+    let estimate = bursty(0.2, 5.0);
+    let flight = Flight {
+        sources: 2000,
+        repairs: 900,
+        rtt: LONG.rtt,
+        at_stake: 3000,
+        owed: 0,
+        answers: 0,
+        span: 256,
+    };
+    let alone = policy.tail_repairs_for_flight(&flight, &estimate);
+    let answered = Flight {
+        owed: 150,
+        answers: 200,
+        ..flight
+    };
+    let with_answers = policy.tail_repairs_for_flight(&answered, &estimate);
+    assert!(
+        with_answers > alone,
+        "alone {alone}, with 200 answers in flight {with_answers}"
+    );
+    let short = Flight {
+        owed: 300,
+        ..answered
+    };
+    let owed_more = policy.tail_repairs_for_flight(&short, &estimate);
+    assert!(
+        owed_more > with_answers + 100,
+        "with 200 answers for 150 owed {with_answers}, for 300 owed {owed_more}"
+    );
 }
 
 /// Spans of `n` source symbols sent with `round(ratio·n)` repair symbols
@@ -306,6 +441,9 @@ fn a_covered_answer_reaches_the_flight_only_where_feedback_is_cheap() {
             repairs: 0,
             rtt: Duration::from_millis(rtt_ms),
             at_stake: 0,
+            owed: 0,
+            answers: 0,
+            span: 0,
         }),
     };
     // 20 ms, a cheap round trip (240 ms and less): 10 / 0.8 = 12.5, to the

@@ -295,6 +295,13 @@ impl Connection {
             repairs: self.recovery.sent.proactive_in_flight,
             rtt: self.recovery.rtt.smoothed(),
             at_stake: encoder.next_id().0.saturating_sub(self.sender.busy_since.0),
+            owed: self
+                .sender
+                .peer
+                .missing
+                .saturating_sub(self.sender.peer.rank),
+            answers: self.recovery.sent.repairs_in_flight,
+            span: self.repair_span(),
         };
         let next = encoder.next_id();
         self.repair.size_tail(unconfirmed, next, &flight, estimate);
@@ -337,6 +344,9 @@ impl Connection {
             repairs: self.recovery.sent.repairs_in_flight + self.recovery.sent.proactive_in_flight,
             rtt: self.recovery.rtt.smoothed(),
             at_stake: encoder.next_id().0.saturating_sub(self.sender.busy_since.0),
+            owed: 0,
+            answers: 0,
+            span: 0,
         })
     }
 }

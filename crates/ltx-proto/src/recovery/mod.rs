@@ -144,6 +144,17 @@ pub struct Flight {
     /// those sent since the sender last held none the peer had not
     /// decoded, the transfer so far.
     pub at_stake: u64,
+    /// Equations the peer lacked at its last report, beyond this flight:
+    /// the gaps that answers to its reports are to make up. The tail
+    /// covers their shortfall as well as the flight's; 0 elsewhere.
+    pub owed: u64,
+    /// Repairs in flight answering the peer's reports, not counted in
+    /// `repairs` where `owed` is given.
+    pub answers: u64,
+    /// Source symbols a proactive repair of the flight covers, where the
+    /// tail is sized: a loss that more than a span of symbols has passed
+    /// is out of reach of the proactive repairs after it. 0: unlimited.
+    pub span: u64,
 }
 
 /// A policy that decides on repair for a connection. Every method has the

@@ -17,7 +17,7 @@ use ltx_coding::SymbolId;
 
 use super::statistics::{
     flight_spread, inverse_normal_cdf, last_symbols_short, least_cost_quantile, loss_spread,
-    normal_cdf, packets_for, usable_rate,
+    normal_cdf, packets_for, spans_short, usable_rate,
 };
 use super::{
     gap_window, tail_window, window_between, Feedback, Flight, Horizon, LossEstimate,
@@ -281,11 +281,13 @@ impl SlidingWindow {
 
     /// How many repair symbols the end of a transfer needs for the whole
     /// `flight` whose fate is not known yet (`flight.sources` source
-    /// symbols and `flight.repairs` proactive repairs over them): the larger
-    /// of the shortfall of its last symbols, which only repairs sent after
-    /// them reach, and of the whole flight, with the channel's and the
-    /// estimate's spread, each at the tail's residual; none on a clean path
-    /// or with nothing in flight (`docs/design/tail.md`).
+    /// symbols and `flight.repairs` proactive repairs over them, and the
+    /// `flight.answers` in flight for the `flight.owed` equations the peer
+    /// reported lacking): the larger of the shortfall of its last symbols,
+    /// which only repairs sent after them reach, and of the whole flight
+    /// with the answers, with the channel's and the estimate's spread, each
+    /// at the tail's residual; none on a clean path or with nothing in
+    /// flight (`docs/design/tail.md`).
     pub fn tail_repairs_for_flight(&self, flight: &Flight, est: &LossEstimate) -> u64 {
         let Some(p) = usable_rate(est) else {
             return 0;
@@ -297,7 +299,29 @@ impl SlidingWindow {
         let spread = flight_spread(sources + repairs, p, est);
         let z = self.tail_quantile(spread, flight);
         let whole = p * sources - (1.0 - p) * repairs + z * spread;
-        let short = whole.max(last_symbols_short(sources, repairs, p, est, z));
+        // The last symbols and the spans went with the ratio of late, which
+        // may be below the flight's (an estimate that fell): they are sized
+        // at the lower of the two.
+        let at_ratio_now = if flight.span > 0 {
+            let horizon = Horizon {
+                span: flight.span,
+                rtt: flight.rtt,
+            };
+            repairs.min(sources * self.proactive_ratio_for(est, &horizon))
+        } else {
+            repairs
+        };
+        let flight_short = whole
+            .max(last_symbols_short(sources, at_ratio_now, p, est, z))
+            .max(spans_short(sources, at_ratio_now, flight.span, p, est, z))
+            .max(0.0);
+        // The answers cover older gaps than the flight's: what they may
+        // lack comes on top, and a surplus they bring makes up none of the
+        // flight's shortfall.
+        let answers = flight.answers as f64;
+        let answers_short =
+            (flight.owed as f64 - (1.0 - p) * answers + z * loss_spread(answers, p, est)).max(0.0);
+        let short = flight_short + answers_short;
         if short <= 0.0 {
             return 0;
         }
@@ -574,20 +598,25 @@ mod tests {
             repairs,
             rtt: Duration::from_millis(600),
             at_stake: 0,
+            owed: 0,
+            answers: 0,
+            span: 0,
         };
         // 20 % independent, 1000 sources with 300 repairs: 200 lost against
         // 240 arriving, and the margin at 1 %, 2.326 · √(1300 · 0.16 ·
         // (1 + 1300/4096)) = 38.5, fits the whole flight. Its last symbols
         // are short by more: a walk of drift 0.8 · 0.3 − 0.2 = 0.04 and
         // variance 1.3 · 0.16 = 0.208 per symbol, 0.208 · ln 100 / 0.08 =
-        // 11.97 (under the bound without drift, √208 · 2.576 = 37.2), over
-        // 0.8: 15.
+        // 11.97 at the estimate (under the bound without drift, √208 · 2.576
+        // = 37.2); over the estimate's error, ±3 standard errors of
+        // √(0.16/4096) = 0.0063, 13.6; over 0.8: 18.
         let iid = mature(0.2, 1.25);
-        assert_eq!(policy.tail_repairs_for_flight(&flight(1000, 300), &iid), 15);
+        assert_eq!(policy.tail_repairs_for_flight(&flight(1000, 300), &iid), 18);
         // A thin margin, 400 sources with 101 repairs: drift 0.8 · 0.2525 −
         // 0.2 = 0.002 would ask for 0.2004 · ln 100 / 0.004 = 230.7, but
         // the walk is 400 symbols long: √(400 · 0.2004) · 2.576 = 23.06
-        // (the whole flight: −0.8 + 21.3), over 0.8: 29.
+        // (23.12 over the estimate's error; the whole flight: −0.8 + 21.3),
+        // over 0.8: 29.
         assert_eq!(policy.tail_repairs_for_flight(&flight(400, 101), &iid), 29);
         // 5 % in bursts of 10 (F = 18), 2600 sources with 156 repairs:
         // 130 − 148.2 + 2.326 · √(2756 · 0.0475 · 18 · (1 + 2756/4096)) =
@@ -643,22 +672,30 @@ mod tests {
             repairs: 760,
             rtt: Duration::from_millis(600),
             at_stake,
+            owed: 0,
+            answers: 0,
+            span: 0,
         };
         // 10 MB (7 430 symbols): the wait is worth 0.133 · 0.6 · 7 430 =
         // 594 symbols, φ(z)/Φ(z) = 31.96/594 = 0.054 lies above the 1 %
         // quantile's 0.027: the configured residual holds, the last
-        // symbols' walk asks 0.205 · ln 100 / 0.0504 = 18.7, over 0.8: 24.
-        assert_eq!(policy.tail_repairs_for_flight(&flight(7430), &iid), 24);
-        assert_eq!(policy.tail_repairs_for_flight(&flight(0), &iid), 24);
+        // symbols' walk asks 0.205 · ln 100 / 0.0504 = 18.7 at the
+        // estimate, 27.2 over its error (0.0063), over 0.8: 34.
+        assert_eq!(policy.tail_repairs_for_flight(&flight(7430), &iid), 34);
+        assert_eq!(policy.tail_repairs_for_flight(&flight(0), &iid), 34);
         // 100 MB (74 000): 5 920 symbols of wait, 0.0054, z = 2.934
         // (0.17 % short): the whole flight −68 + 2.934 · 31.96 = 25.8, the
-        // last symbols 0.205 · 6.39 / 0.0504 = 26.0, over 0.8: 33.
-        assert_eq!(policy.tail_repairs_for_flight(&flight(74_000), &iid), 33);
-        // However long, no surer than FEWEST_TAILS_SHORT.
+        // last symbols 0.205 · 6.39 / 0.0504 = 26.0 at the estimate, 44.8
+        // over its error, over 0.8: 56.
+        assert_eq!(policy.tail_repairs_for_flight(&flight(74_000), &iid), 56);
+        // However long, no surer than FEWEST_TAILS_SHORT (z = 3.719): the
+        // last symbols' walk over the estimate's error, 71.3, over 0.8: 90,
+        // more than the whole flight asks.
         let endless = policy.tail_repairs_for_flight(&flight(u64::MAX), &iid);
         let z = inverse_normal_cdf(1.0 - FEWEST_TAILS_SHORT);
         let whole = 540.0 - 608.0 + z * 31.957;
-        assert_eq!(endless, (whole / 0.8).ceil() as u64, "{whole}");
+        assert_eq!(endless, 90);
+        assert!(endless > (whole / 0.8).ceil() as u64, "{whole}");
     }
 
     /// On a 600 ms path with 20 % independent loss each span carries a
@@ -730,6 +767,9 @@ mod tests {
             repairs,
             rtt: Duration::from_millis(20),
             at_stake: 0,
+            owed: 0,
+            answers: 0,
+            span: 0,
         };
         // 100 sources in flight lose 20 in expectation; 30 repairs bring 24:
         // 4 to spare against a deficit of 3, nothing to send.
@@ -775,6 +815,9 @@ mod tests {
         let far = |sources, repairs| Flight {
             rtt: Duration::from_millis(600),
             at_stake: 0,
+            owed: 0,
+            answers: 0,
+            span: 0,
             ..flight(sources, repairs)
         };
         assert_eq!(policy.reactive_repairs_covered(1, &far(0, 0), &est), 2);

@@ -19,8 +19,9 @@ pub(super) const MIN_SAMPLES: u64 = 32;
 
 /// The equations the last symbols of a flight of `sources` source symbols
 /// sent with `repairs` proactive repairs lack, at the quantile `z`: the
-/// largest value of the random walk of `docs/design/tail.md`, or 0
-/// where the spans carry no margin.
+/// largest value of the random walk of `docs/design/tail.md`, with the
+/// loss rate spread over the estimate's error, or 0 where the spans carry
+/// no margin at the estimate.
 pub(super) fn last_symbols_short(
     sources: f64,
     repairs: f64,
@@ -33,13 +34,106 @@ pub(super) fn last_symbols_short(
     if drift <= 0.0 || drift.is_nan() {
         return 0.0;
     }
-    let variance = (1.0 + ratio) * p * (1.0 - p) * variance_factor(est, p);
     // The fraction of flights left short: `1 − Φ(z)`.
     let short = normal_cdf(-z).max(f64::MIN_POSITIVE);
-    let with_drift = variance * -short.ln() / (2.0 * drift);
-    let without_drift = (variance * sources).sqrt() * inverse_normal_cdf(1.0 - 0.5 * short);
-    with_drift.min(without_drift)
+    let samples = est.samples.clamp(MIN_SAMPLES, 2 * DEFAULT_WINDOW) as f64;
+    let error = (p * (1.0 - p) * variance_factor(est, p) / samples).sqrt();
+    // The rates the path may have, `p + t·error` for `t` over ±3 standard
+    // errors, weighted by the normal density.
+    let rates: Vec<(f64, f64)> = (-RATE_NODES..=RATE_NODES)
+        .map(|i| {
+            let t = 3.0 * f64::from(i) / f64::from(RATE_NODES);
+            ((p + t * error).clamp(0.0, MAX_RATE), normal_pdf(t))
+        })
+        .collect();
+    let total: f64 = rates.iter().map(|&(_, w)| w).sum();
+    let walk = |rate: f64| {
+        let drift = (1.0 - rate) * ratio - rate;
+        let variance = ((1.0 + ratio) * rate * (1.0 - rate) * variance_factor(est, rate))
+            .max(f64::MIN_POSITIVE);
+        (drift, variance)
+    };
+    // How often the walk at `rate` ends above `x`: with drift, about
+    // `e^(−2μx/v)`; a walk of `sources` steps without it, by reflection,
+    // `2·(1 − Φ(x/√(v·S)))`; the smaller, as the quantiles below take.
+    let above = |rate: f64, x: f64| {
+        let (drift, variance) = walk(rate);
+        let flat = 2.0 * normal_cdf(-x / (variance * sources).sqrt());
+        if drift > 0.0 {
+            (-2.0 * drift * x / variance).exp().min(flat)
+        } else {
+            flat
+        }
+    };
+    let quantile = |rate: f64| {
+        let (drift, variance) = walk(rate);
+        let flat = (variance * sources).sqrt() * inverse_normal_cdf(1.0 - 0.5 * short);
+        if drift > 0.0 {
+            (variance * -short.ln() / (2.0 * drift)).min(flat)
+        } else {
+            flat
+        }
+    };
+    // Each rate left short at most `short` of the time at the largest of
+    // their quantiles, so the mixture is too; halve down from there, to no
+    // less than the estimate's own quantile.
+    let at_estimate = quantile(p);
+    let (mut low, mut high) = (
+        at_estimate,
+        rates
+            .iter()
+            .map(|&(r, _)| quantile(r))
+            .fold(at_estimate, f64::max),
+    );
+    for _ in 0..40 {
+        let mid = 0.5 * (low + high);
+        let left_short: f64 = rates.iter().map(|&(r, w)| w * above(r, mid)).sum::<f64>() / total;
+        if left_short > short {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    high
 }
+
+/// The equations the spans of a flight lack together, at the quantile
+/// `z`: a loss that a span of `span` symbols has passed is out of reach of
+/// the proactive repairs after it, so a span's surplus makes up nothing of
+/// another's shortfall. The flight is taken as `sources / span` spans each
+/// short by the positive part of a normal loss count less its arrived
+/// repairs (`docs/design/tail.md`); 0 with no span or a flight within one.
+pub(super) fn spans_short(
+    sources: f64,
+    repairs: f64,
+    span: u64,
+    p: f64,
+    est: &LossEstimate,
+    z: f64,
+) -> f64 {
+    let n = span as f64;
+    if span == 0 || sources <= n {
+        return 0.0;
+    }
+    let ratio = repairs / sources;
+    let mean = p * n - (1.0 - p) * ratio * n;
+    let sd = loss_spread(n * (1.0 + ratio), p, est);
+    if sd.is_nan() || sd <= 0.0 {
+        return 0.0;
+    }
+    let t = mean / sd;
+    let (cdf, pdf) = (normal_cdf(t), normal_pdf(t));
+    // The first two moments of a span's shortfall, `max(0, N(mean, sd²))`.
+    let first = sd * pdf + mean * cdf;
+    let second = (mean * mean + sd * sd) * cdf + mean * sd * pdf;
+    let spans = sources / n;
+    let variance = (second - first * first).max(0.0);
+    spans * first + z * (spans * variance).sqrt()
+}
+
+/// Rates on each side of the estimate that the tail's walk is averaged
+/// over.
+const RATE_NODES: i32 = 12;
 
 /// The root of `φ(z)/Φ(z) = target` between `low` and `high` (the ends
 /// where it lies outside): the quantile where one more unit of margin
