@@ -26,9 +26,47 @@ pub(super) struct Train {
     pub(super) bytes_after_first: u64,
     /// Of those, the bytes acknowledged: what certainly went through.
     pub(super) acked_after_first: u64,
+    /// ACKs dropped from its head as spaced by the sender
+    /// ([`Train::spaced_by_sender`]).
+    pub(super) head_dropped: u8,
 }
 
 impl Train {
+    /// A train that begins with the ACK at `now` of a packet sent at `sent`.
+    pub(super) fn starting(now: Instant, sent: Instant, head_dropped: u8) -> Train {
+        Train {
+            first: now,
+            first_sent: sent,
+            last_sent: sent,
+            last: now,
+            longest_gap: Duration::ZERO,
+            acks: 1,
+            packets: 1,
+            bytes_after_first: 0,
+            acked_after_first: 0,
+            head_dropped,
+        }
+    }
+
+    /// Whether the ACK at `now` of a packet sent at `sent` shows the train
+    /// so far to be the sender's spacing rather than the bottleneck's: it
+    /// holds no more than [`HEAD_ACKS`] ACKs, and this packet left at
+    /// least [`MIN_PAIR_GAP`] and a quarter of the ACKs' gap after its
+    /// last (as a pair sample would not count). An application that writes
+    /// a few bytes and the rest a few milliseconds later sends one
+    /// datagram ahead of its burst, and from that datagram's ACK a train
+    /// reads the sender's milliseconds as the path's. The train then
+    /// starts again from this ACK, at most [`HEAD_ACKS`] times, so that a
+    /// paced train still forms.
+    pub(super) fn spaced_by_sender(&self, now: Instant, sent: Instant) -> bool {
+        let send_gap = sent.saturating_duration_since(self.last_sent);
+        let ack_gap = now.saturating_duration_since(self.last);
+        self.acks <= HEAD_ACKS
+            && u64::from(self.head_dropped) < HEAD_ACKS
+            && send_gap >= MIN_PAIR_GAP
+            && send_gap >= ack_gap / 4
+    }
+
     /// `bytes` over the train's span, once it spans at least 4 packets, 2
     /// of them acknowledged, and [`MIN_PAIR_GAP`].
     fn rate_of(&self, bytes: u64) -> Option<u64> {
@@ -90,6 +128,10 @@ impl Train {
         self.rate_of(self.acked_after_first)
     }
 }
+
+/// ACKs at a train's head that may be dropped as the sender's spacing
+/// ([`Train::spaced_by_sender`]).
+pub(super) const HEAD_ACKS: u64 = 3;
 
 /// How far above its acknowledged rate a train's rate may go: as far as the
 /// loss a path may have, at most half its packets in random loss, and a

@@ -235,6 +235,12 @@ impl Tolerant {
         {
             self.close_train();
         }
+        if let Some(train) = &mut self.startup.train {
+            if train.spaced_by_sender(now, sent) {
+                *train = Train::starting(now, sent, train.head_dropped.saturating_add(1));
+                return self.after_train_ack(now, app_limited, bytes, rtt);
+            }
+        }
         match &mut self.startup.train {
             Some(train) => {
                 train.longest_gap = train
@@ -247,20 +253,15 @@ impl Tolerant {
                 train.bytes_after_first = train.bytes_after_first.saturating_add(bytes);
                 train.acked_after_first = train.acked_after_first.saturating_add(bytes);
             }
-            None => {
-                self.startup.train = Some(Train {
-                    first: now,
-                    first_sent: sent,
-                    last_sent: sent,
-                    last: now,
-                    longest_gap: Duration::ZERO,
-                    acks: 1,
-                    packets: 1,
-                    bytes_after_first: 0,
-                    acked_after_first: 0,
-                })
-            }
+            None => self.startup.train = Some(Train::starting(now, sent, 0)),
         }
+        self.after_train_ack(now, app_limited, bytes, rtt);
+    }
+
+    /// The rest of an ACK in start-up, once the train has taken it: the
+    /// resumed jump's judgement, the queue samples, the window's growth
+    /// and the exit on a queue.
+    fn after_train_ack(&mut self, now: Instant, app_limited: bool, bytes: u64, rtt: &RttEstimator) {
         // The jump is judged as soon as its train is long enough to trust.
         if self.resume_unvalidated()
             && !app_limited

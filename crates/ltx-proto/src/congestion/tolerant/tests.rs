@@ -232,6 +232,7 @@ fn train_at(at_us: &[u64]) -> bottleneck_rate::Train {
         packets: count,
         bytes_after_first: (count - 1) * 1200,
         acked_after_first: (count - 1) * 1200,
+        head_dropped: 0,
     }
 }
 
@@ -409,4 +410,30 @@ fn a_cut_keeps_what_the_host_batches_where_the_rtt_is_microseconds() {
         let kept = window_after_cut(window, path, Duration::from_millis(40), congestion);
         assert_eq!(kept, window / 2, "20 ms path, congestion {congestion}");
     }
+}
+
+#[test]
+fn a_train_reads_the_bottleneck_not_the_packet_sent_ahead_of_it() {
+    // An application writes a few bytes, then the rest 9 ms later: one
+    // datagram leaves alone, then 30 back to back. Their ACKs come back
+    // 9 ms apart and then at the bottleneck's spacing, 240 µs (5 MB/s).
+    // Counted from the lone datagram's ACK, the train reads the sender's
+    // 9 ms: a third of the rate.
+    let start = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    let mut rtt = RttEstimator::new(Duration::from_millis(600));
+    let burst = start + Duration::from_millis(9);
+    let mut acks = vec![(start + Duration::from_millis(600), start)];
+    for i in 0..30u32 {
+        acks.push((
+            burst + Duration::from_millis(600) + Duration::from_micros(240) * (i + 1),
+            burst,
+        ));
+    }
+    for (at, sent) in acks {
+        rtt.update(Duration::ZERO, at - sent);
+        cc.on_ack(at, sent, 1200, false, &rtt);
+    }
+    let rate = cc.max_delivery_rate().expect("a rate");
+    assert!((4_000_000..=6_000_000).contains(&rate), "rate {rate}");
 }
