@@ -235,8 +235,11 @@ impl Tolerant {
         {
             self.close_train();
         }
+        // Only an unpaced flight has a head the sender spaced by accident:
+        // a paced one (a resumed jump, a hinted rate) is spaced throughout.
+        let unpaced = self.max_rate.is_none();
         if let Some(train) = &mut self.startup.train {
-            if train.spaced_by_sender(now, sent) {
+            if unpaced && train.spaced_by_sender(now, sent) {
                 *train = Train::starting(now, sent, train.head_dropped.saturating_add(1));
                 return self.after_train_ack(now, app_limited, bytes, rtt);
             }
