@@ -317,10 +317,14 @@ impl SlidingWindow {
             .max(0.0);
         // The answers cover older gaps than the flight's: what they may
         // lack comes on top, and a surplus they bring makes up none of the
-        // flight's shortfall.
+        // flight's shortfall. Where feedback is cheap they are sized below
+        // the need on purpose, and what they lack is left to the next.
         let answers = flight.answers as f64;
-        let answers_short =
-            (flight.owed as f64 - (1.0 - p) * answers + z * loss_spread(answers, p, est)).max(0.0);
+        let answers_short = if self.feedback_is_cheap(flight.rtt) {
+            0.0
+        } else {
+            (flight.owed as f64 - (1.0 - p) * answers + z * loss_spread(answers, p, est)).max(0.0)
+        };
         let short = flight_short + answers_short;
         if short <= 0.0 {
             return 0;
