@@ -46,6 +46,47 @@ fn bursty(p: f64, burst: f64) -> LossEstimate {
     }
 }
 
+/// A flight of the long path: `sources` source symbols and `repairs`
+/// proactive repairs, nothing else in flight.
+fn long_flight(sources: u64, repairs: u64) -> Flight {
+    Flight {
+        sources,
+        repairs,
+        rtt: LONG.rtt,
+        at_stake: 0,
+        owed: 0,
+        answers: 0,
+        span: 0,
+    }
+}
+
+/// The repairs after each of `sources` source symbols, interleaved at
+/// `ratio` as the sender does: a repair whenever a whole one is owed.
+fn interleaved(ratio: f64, sources: u64) -> Vec<u64> {
+    let mut credit = 0.0;
+    (0..sources)
+        .map(|_| {
+            credit += ratio;
+            let repairs = credit.floor();
+            credit -= repairs;
+            repairs as u64
+        })
+        .collect()
+}
+
+/// The most equations any run of a flight's last symbols lacks over a
+/// channel that loses each packet with probability `p`: newest first,
+/// their losses less the repairs after them (`steps`) that arrived.
+fn last_symbols_lack(steps: &[u64], p: f64, rng: &mut SmallRng) -> i64 {
+    let (mut lack, mut worst) = (0i64, 0i64);
+    for &step in steps.iter().rev() {
+        lack -= (0..step).filter(|_| !rng.random_bool(p)).count() as i64;
+        lack += i64::from(rng.random_bool(p));
+        worst = worst.max(lack);
+    }
+    worst
+}
+
 #[test]
 fn clean_path_pays_nothing() {
     let policy = SlidingWindow::default();
@@ -145,42 +186,15 @@ fn monte_carlo_tail_covers_the_last_symbols() {
         let mut rng = SmallRng::seed_from_u64(seed);
         let known = known_iid(p);
         let ratio = policy.proactive_ratio_for(&known, &LONG);
-        let sources = 1000;
-        // Interleaved as the sender does: a repair whenever a whole one is
-        // owed. Each step is a source symbol and the repairs after it.
-        let mut credit = 0.0;
-        let steps: Vec<u64> = (0..sources)
-            .map(|_| {
-                credit += ratio;
-                let repairs = credit.floor();
-                credit -= repairs;
-                repairs as u64
-            })
-            .collect();
-        let repairs: u64 = steps.iter().sum();
-        let flight = Flight {
-            sources,
-            repairs,
-            rtt: LONG.rtt,
-            at_stake: 0,
-            owed: 0,
-            answers: 0,
-            span: 0,
-        };
+        let steps = interleaved(ratio, 1000);
+        let flight = long_flight(1000, steps.iter().sum());
         let tail = policy.tail_repairs_for_flight(&flight, &known);
         let trials = 4000;
         let (mut short, mut short_at_half) = (0, 0);
         for _ in 0..trials {
             let arrived_tail = (0..tail).filter(|_| !rng.random_bool(p)).count() as i64;
             let arrived_half = (0..tail / 2).filter(|_| !rng.random_bool(p)).count() as i64;
-            // Equations the last j source symbols lack, newest first: their
-            // losses less the repairs after them that arrived.
-            let (mut lack, mut worst) = (0i64, 0i64);
-            for &step in steps.iter().rev() {
-                lack -= (0..step).filter(|_| !rng.random_bool(p)).count() as i64;
-                lack += i64::from(rng.random_bool(p));
-                worst = worst.max(lack);
-            }
+            let worst = last_symbols_lack(&steps, p, &mut rng);
             short += u32::from(worst > arrived_tail);
             short_at_half += u32::from(worst > arrived_half);
         }
@@ -217,33 +231,11 @@ fn monte_carlo_tail_covers_the_last_symbols_of_a_young_estimate() {
                 samples: fates,
             };
             let ratio = policy.proactive_ratio_for(&estimate, &LONG);
-            let sources = 1000;
-            let mut credit = 0.0;
-            let steps: Vec<u64> = (0..sources)
-                .map(|_| {
-                    credit += ratio;
-                    let repairs = credit.floor();
-                    credit -= repairs;
-                    repairs as u64
-                })
-                .collect();
-            let flight = Flight {
-                sources,
-                repairs: steps.iter().sum(),
-                rtt: LONG.rtt,
-                at_stake: 0,
-                owed: 0,
-                answers: 0,
-                span: 0,
-            };
+            let steps = interleaved(ratio, 1000);
+            let flight = long_flight(1000, steps.iter().sum());
             let tail = policy.tail_repairs_for_flight(&flight, &estimate);
             let arrived = (0..tail).filter(|_| !rng.random_bool(p)).count() as i64;
-            let (mut lack, mut worst) = (0i64, 0i64);
-            for &step in steps.iter().rev() {
-                lack -= (0..step).filter(|_| !rng.random_bool(p)).count() as i64;
-                lack += i64::from(rng.random_bool(p));
-                worst = worst.max(lack);
-            }
+            let worst = last_symbols_lack(&steps, p, &mut rng);
             short += u32::from(worst > arrived);
         }
         let residual = f64::from(short) / f64::from(trials);
@@ -262,13 +254,8 @@ fn the_tail_follows_the_ratio_the_last_symbols_went_with() {
     let policy = SlidingWindow::default();
     let estimate = bursty(0.03, 1.43);
     let flight = Flight {
-        sources: 2400,
-        repairs: 320,
-        rtt: LONG.rtt,
         at_stake: 3000,
-        owed: 0,
-        answers: 0,
-        span: 0,
+        ..long_flight(2400, 320)
     };
     let average = policy.tail_repairs_for_flight(&flight, &estimate);
     let spanned = policy.tail_repairs_for_flight(
@@ -292,13 +279,9 @@ fn the_tail_covers_the_answers_in_flight() {
     let policy = SlidingWindow::default();
     let estimate = bursty(0.2, 5.0);
     let flight = Flight {
-        sources: 2000,
-        repairs: 900,
-        rtt: LONG.rtt,
         at_stake: 3000,
-        owed: 0,
-        answers: 0,
         span: 256,
+        ..long_flight(2000, 900)
     };
     let alone = policy.tail_repairs_for_flight(&flight, &estimate);
     let answered = Flight {
