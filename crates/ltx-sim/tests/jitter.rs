@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use ltx_proto::congestion::SavedPath;
 use ltx_sim::scenario::Scenario;
 use ltx_sim::Jitter;
 
@@ -36,10 +37,24 @@ const SHORT: [Path; 2] = [
     },
 ];
 
+/// How the connection starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// Measuring the path.
+    FirstContact,
+    /// With the path an earlier connection saved (careful resume).
+    Resumed,
+}
+
 /// Completion in seconds on `path` with `loss` in bursts of `burst`, each
 /// direction delayed by a further draw of up to `jitter` of the round
 /// trip, in order.
 fn completion(path: Path, loss: f64, burst: f64, seed: u64, jitter: f64) -> f64 {
+    completion_from(path, Start::FirstContact, loss, burst, seed, jitter)
+}
+
+/// [`completion`], the connection starting as `start` says.
+fn completion_from(path: Path, start: Start, loss: f64, burst: f64, seed: u64, jitter: f64) -> f64 {
     let mut scenario = Scenario {
         rate_bps: path.rate_bps,
         rtt: path.rtt,
@@ -54,6 +69,12 @@ fn completion(path: Path, loss: f64, burst: f64, seed: u64, jitter: f64) -> f64 
             max: path.rtt.mul_f64(jitter),
             reorder: false,
         });
+    }
+    if start == Start::Resumed {
+        scenario.transport.set_saved_path(Some(SavedPath {
+            rate: path.rate_bps / 8,
+            min_rtt: path.rtt,
+        }));
     }
     let result = scenario.run().expect("the scenario builds");
     assert!(
@@ -143,6 +164,28 @@ fn jitter_hides_no_room_from_the_window_on_short_paths() {
     // room steps it up where the delay does not follow it.
     let over = costs_over(&SHORT, 1.3);
     assert!(over.is_empty(), "over 1.3 times:\n{}", over.join("\n"));
+}
+
+#[test]
+fn a_resumed_jump_is_judged_by_a_train_longer_than_the_jitter() {
+    // Careful resume sends at half the saved rate and judges the jump by
+    // its ACK train. The first ACKs of a paced flight held in clumps read
+    // a quarter of its rate: the jump was retreated from, and the flow
+    // stayed at half the path's rate, 1.6-1.9 times the clean path's
+    // time. A train judges the jump once it spans four times the spread
+    // of its RTT samples, allowing for that spread: 1.09-1.14.
+    for (loss, burst) in [(0.0, 1.0), (0.05, 1.0), (0.1, 5.0)] {
+        for seed in 1..=3 {
+            let clean = completion_from(LONG, Start::Resumed, loss, burst, seed, 0.0);
+            let jittered = completion_from(LONG, Start::Resumed, loss, burst, seed, 0.1);
+            let cost = jittered / clean;
+            assert!(
+                cost <= 1.25,
+                "loss {loss} in bursts of {burst}, seed {seed}: {clean:.3} s clean, \
+                 {jittered:.3} s with jitter, {cost:.3}x"
+            );
+        }
+    }
 }
 
 #[test]

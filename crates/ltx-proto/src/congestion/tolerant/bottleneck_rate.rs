@@ -29,11 +29,14 @@ pub(super) struct Train {
     /// ACKs dropped from its head as spaced by the sender
     /// ([`Train::spaced_by_sender`]).
     pub(super) head_dropped: u8,
+    /// The smallest and the largest RTT sample its ACKs carried.
+    pub(super) rtt_range: (Duration, Duration),
 }
 
 impl Train {
-    /// A train that begins with the ACK at `now` of a packet sent at `sent`.
-    pub(super) fn starting(now: Instant, sent: Instant, head_dropped: u8) -> Train {
+    /// A train that begins with the ACK at `now` of a packet sent at `sent`,
+    /// whose RTT sample was `rtt`.
+    pub(super) fn starting(now: Instant, sent: Instant, rtt: Duration, head_dropped: u8) -> Train {
         Train {
             first: now,
             first_sent: sent,
@@ -45,7 +48,37 @@ impl Train {
             bytes_after_first: 0,
             acked_after_first: 0,
             head_dropped,
+            rtt_range: (rtt, rtt),
         }
+    }
+
+    /// Takes the RTT sample an ACK of the train carried.
+    pub(super) fn on_rtt_sample(&mut self, rtt: Duration) {
+        let (lo, hi) = self.rtt_range;
+        self.rtt_range = (lo.min(rtt), hi.max(rtt));
+    }
+
+    /// The most the rate of a paced flight may be, as the train shows it
+    /// through a delay that jitters: its rate ([`Train::rate`]) over its
+    /// span less the spread of its RTT samples, by which the jitter may have
+    /// lengthened it. Only once the train spans [`JITTER_SPANS`] times that
+    /// spread (the bound is then within a third of the reading): a shorter
+    /// train on such a path (a paced flight's first ACKs, held in clumps)
+    /// reads the jitter, not the rate it was sent at. A queue the train
+    /// builds widens the spread as jitter does: a flight sent faster than
+    /// the path drains gets a reading only once its ACKs show at least
+    /// three quarters of its rate.
+    pub(super) fn rate_within_jitter(&self) -> Option<u64> {
+        let (lo, hi) = self.rtt_range;
+        let spread = hi.saturating_sub(lo);
+        let span = self.span();
+        if span < spread * JITTER_SPANS {
+            return None;
+        }
+        let rate = self.rate()?;
+        let stretch = span.as_secs_f64() / span.saturating_sub(spread).as_secs_f64().max(1e-9);
+        // `as` saturates; the stretch is at most 4/3.
+        Some((rate as f64 * stretch) as u64)
     }
 
     /// Whether the ACK at `now` of a packet sent at `sent` shows the train
@@ -128,6 +161,11 @@ impl Train {
         self.rate_of(self.acked_after_first)
     }
 }
+
+/// How many times the jitter a path showed a train must span for its
+/// spread to measure the bottleneck: the jitter then moves its ends by a
+/// quarter of its span at most.
+pub(super) const JITTER_SPANS: u32 = 4;
 
 /// ACKs at a train's head that may be dropped as the sender's spacing
 /// ([`Train::spaced_by_sender`]).

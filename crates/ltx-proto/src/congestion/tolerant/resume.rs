@@ -7,7 +7,8 @@
 //! round trip), and *reconnaissance* runs beside it: if the handshake's
 //! round trip does not match the saved one, the controller retreats to
 //! its initial window at that first sample. The jump's own acknowledgements
-//! *validate* it (their train shows at least 80 % of the jump's rate) and
+//! *validate* it (a train of them that outlasts the jitter of its RTT
+//! samples shows at least 80 % of the jump's rate) and
 //! it steps up to the saved rate, validated in its turn; or the controller
 //! *retreats* to the rate the path did show. A congestion exit
 //! from start-up while the jump is unvalidated retreats too. Where ltx
@@ -97,11 +98,10 @@ impl Tolerant {
         let Resume::Unvalidated { jump, saved, since } = self.resume else {
             return;
         };
-        let shown = match since {
-            Some(since) => self.startup.measured_rate_since(since),
-            None => self.startup.measured_rate(),
-        };
-        let Some(shown) = shown else {
+        // A train shorter than the jitter of its RTT samples reads the
+        // jitter: the jump waits for one that can tell, or for a queue or
+        // a loss above the baseline, which retreat at once.
+        let Some(shown) = self.startup.jump_reading(since) else {
             return;
         };
         if shown as f64 >= jump as f64 * VALIDATED_SHARE {

@@ -7,7 +7,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::bottleneck_rate::{PairDispersion, RoundJitter, Train, EARLY_PAIR_SAMPLES};
+use super::bottleneck_rate::{
+    PairDispersion, RoundJitter, Train, EARLY_PAIR_SAMPLES, JITTER_SPANS,
+};
 use super::delivery_rate::DeliveryRate;
 use super::Tolerant;
 use crate::congestion::Controller;
@@ -52,11 +54,6 @@ const PAIR_OVER_SLOTS: f64 = 1.25;
 /// spacing can fall far below the path's rate.
 const STEADY_JITTER: f64 = 0.125;
 
-/// How many times the span of a flight that came back in clumps a train
-/// must span on such a path for its spread to measure the bottleneck: the
-/// jitter then moves its ends by a quarter of its span at most.
-const JITTER_SPANS: u32 = 4;
-
 /// How many consecutive RTT samples must show a queue to end start-up.
 pub(super) const QUEUE_SAMPLES: usize = 8;
 
@@ -94,6 +91,8 @@ pub(super) struct Startup {
     /// When the first packet of the train behind `last_train_slots` was
     /// sent.
     last_train_sent: Option<Instant>,
+    /// The last train's [`Train::rate_within_jitter`].
+    last_train_within_jitter: Option<u64>,
     /// Packet-pair dispersion: the ACK group being gathered (all ACKs at one
     /// instant) and the one before it.
     pairs: PairDispersion,
@@ -137,6 +136,7 @@ impl Startup {
             last_train_rate: None,
             last_train_slots: None,
             last_train_sent: None,
+            last_train_within_jitter: None,
             plateau: None,
             rounds_without_rate: 0,
             round_window_limited: false,
@@ -162,17 +162,21 @@ impl Startup {
             .or(self.last_train_slots)
     }
 
-    /// [`measured_rate`](Self::measured_rate), from a train whose packets
-    /// were all sent at or after `since`.
-    pub(super) fn measured_rate_since(&self, since: Instant) -> Option<u64> {
-        match &self.train {
-            Some(train) if train.rate().is_some() => {
-                (train.first_sent >= since).then(|| train.rate()).flatten()
-            }
-            _ => self
-                .last_train_slots
-                .filter(|_| self.last_train_sent.is_some_and(|sent| sent >= since)),
-        }
+    /// The rate a paced flight's ACK train shows, allowing for the jitter
+    /// of its RTT samples ([`Train::rate_within_jitter`]), from a train
+    /// whose packets were all sent at or after `since`: the current train,
+    /// or else the last one. `None` while no train can tell.
+    pub(super) fn jump_reading(&self, since: Option<Instant>) -> Option<u64> {
+        let after = |sent: Instant| since.is_none_or(|since| sent >= since);
+        let current = self
+            .train
+            .as_ref()
+            .filter(|train| after(train.first_sent))
+            .and_then(Train::rate_within_jitter);
+        current.or_else(|| {
+            self.last_train_within_jitter
+                .filter(|_| self.last_train_sent.is_some_and(after))
+        })
     }
 
     /// Forgets every rate measured or given for `rate`.
@@ -240,7 +244,12 @@ impl Tolerant {
         let unpaced = self.max_rate.is_none();
         if let Some(train) = &mut self.startup.train {
             if unpaced && train.spaced_by_sender(now, sent) {
-                *train = Train::starting(now, sent, train.head_dropped.saturating_add(1));
+                *train = Train::starting(
+                    now,
+                    sent,
+                    rtt.latest(),
+                    train.head_dropped.saturating_add(1),
+                );
                 return self.after_train_ack(now, app_limited, bytes, rtt);
             }
         }
@@ -255,8 +264,9 @@ impl Tolerant {
                 train.packets = train.packets.saturating_add(1);
                 train.bytes_after_first = train.bytes_after_first.saturating_add(bytes);
                 train.acked_after_first = train.acked_after_first.saturating_add(bytes);
+                train.on_rtt_sample(rtt.latest());
             }
-            None => self.startup.train = Some(Train::starting(now, sent, 0)),
+            None => self.startup.train = Some(Train::starting(now, sent, rtt.latest(), 0)),
         }
         self.after_train_ack(now, app_limited, bytes, rtt);
     }
@@ -362,6 +372,7 @@ impl Tolerant {
         if let Some(rate) = train.rate() {
             self.startup.last_train_slots = Some(rate);
             self.startup.last_train_sent = Some(train.first_sent);
+            self.startup.last_train_within_jitter = train.rate_within_jitter();
             self.startup.settled_rate =
                 Some(self.startup.settled_rate.map_or(rate, |max| max.max(rate)));
             self.update_max_rate();

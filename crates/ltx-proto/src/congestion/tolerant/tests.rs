@@ -233,6 +233,8 @@ fn train_at(at_us: &[u64]) -> bottleneck_rate::Train {
         bytes_after_first: (count - 1) * 1200,
         acked_after_first: (count - 1) * 1200,
         head_dropped: 0,
+        // Sent together: each ACK's RTT sample is its offset.
+        rtt_range: (Duration::ZERO, Duration::from_micros(last)),
     }
 }
 
@@ -273,6 +275,33 @@ fn a_gap_left_by_a_burst_of_loss_is_not_clumps() {
     let mut held = train_at(&held);
     held.packets += 1;
     assert!(held.clumped());
+}
+
+#[test]
+fn a_paced_train_is_read_only_once_it_outlasts_the_jitter_of_its_rtt_samples() {
+    // A jump paced at 1200 bytes a millisecond, acknowledged over 100 ms
+    // on a path whose delay jitters: RTT samples from 640 to 680 ms. Its
+    // ACKs span only 2.5 times that spread, so the jitter, not the path,
+    // may have set their spacing: no reading.
+    let start = Instant::now();
+    let mut train = train_at(&(0..=100).map(|i| i * 1_000).collect::<Vec<_>>());
+    train.last_sent = start + Duration::from_millis(100);
+    train.rtt_range = (Duration::from_millis(640), Duration::from_millis(680));
+    assert_eq!(train.rate_within_jitter(), None);
+    // Over 200 ms (5 spreads) it reads; the jitter may have stretched
+    // its span by the spread, so the reading allows for that: the
+    // train's 1.2 MB/s over 200 ms, taken over 160 ms.
+    let mut train = train_at(&(0..=200).map(|i| i * 1_000).collect::<Vec<_>>());
+    train.rtt_range = (Duration::from_millis(640), Duration::from_millis(680));
+    let read = train
+        .rate_within_jitter()
+        .expect("the train outlasts its jitter");
+    assert_eq!(train.rate(), Some(1_200_000));
+    assert_eq!(read, 1_500_000);
+    // On a steady path a few milliseconds of ACKs read at once.
+    let mut steady = train_at(&(0..=10).map(|i| i * 1_000).collect::<Vec<_>>());
+    steady.rtt_range = (Duration::from_millis(640), Duration::from_micros(640_200));
+    assert!(steady.rate_within_jitter().is_some());
 }
 
 #[test]
