@@ -36,8 +36,10 @@ pub const MIN_DATAGRAM: u16 = 1200;
 /// holds at most `stream_receive_window` bytes per stream and
 /// `receive_window` in all. Those are ceilings: the coding buffers take
 /// memory a page of 32 symbols at a time as the window in use grows and
-/// give it back as symbols are acknowledged and consumed, and a connection
-/// quiet for a few probe time-outs holds none
+/// give it back as symbols are acknowledged and consumed; one drained
+/// stream buffer per direction is kept for the next bytes while it is in
+/// use (freed after a second unused); and a connection quiet for a few
+/// probe time-outs holds none
 /// ([`Connection::buffered_bytes`](crate::Connection::buffered_bytes)).
 /// A server for many clients bounds their number with
 /// [`AcceptConfig`](super::AcceptConfig).

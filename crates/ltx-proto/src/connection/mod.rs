@@ -17,6 +17,7 @@ mod repair;
 mod secure;
 mod send;
 mod sent;
+mod spare_buffer;
 mod stats;
 mod streams;
 
@@ -522,6 +523,7 @@ impl Connection {
 
     /// Handles the expiry of timers due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.streams.age_spares(now);
         if let State::Draining(until) = self.state {
             if now >= until {
                 self.state = State::Closed;
@@ -562,7 +564,10 @@ impl Connection {
                 Timer::KeepAlive => self.repair.probe_owed = self.repair.probe_owed.max(1),
                 Timer::PathValidation => self.on_path_validation_timeout(now),
                 Timer::Silence => self.on_silence(now),
-                Timer::Quiet => self.receiver.forget_history(),
+                Timer::Quiet => {
+                    self.receiver.forget_history();
+                    self.streams.release_spares();
+                }
             }
         }
     }

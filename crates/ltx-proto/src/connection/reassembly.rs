@@ -7,8 +7,11 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-/// Capacity a drained ring keeps; a larger one is given back, so that an
-/// idle stream does not hold a burst's buffer for its life.
+use super::spare_buffer::SpareBuffer;
+
+/// Capacity a drained ring keeps; a larger one goes to the connection's
+/// spare, so that an idle stream does not hold a burst's buffer for its
+/// life.
 const KEEP_RING_CAPACITY: usize = 4096;
 
 /// The unread bytes of a stream, by offset. The caller owns the read
@@ -26,7 +29,8 @@ impl Reassembly {
     /// Takes `data` at `offset`, given the read offset `read`. Peers send
     /// each byte once, but a hostile one may overlap: the first copy of
     /// every byte is kept.
-    pub(super) fn insert(&mut self, read: u64, offset: u64, data: &[u8]) {
+    /// An empty ring first takes the connection's `spare`, if larger.
+    pub(super) fn insert(&mut self, read: u64, offset: u64, data: &[u8], spare: &mut SpareBuffer) {
         let end = offset.saturating_add(data.len() as u64);
         let ring_end = read + self.ring.len() as u64;
         let mut start = offset.max(ring_end);
@@ -37,6 +41,7 @@ impl Reassembly {
             // In order: into the ring, up to the first chunk ahead.
             let until = self.ahead.keys().next().map_or(end, |&k| k.min(end));
             let (from, to) = ((start - offset) as usize, (until - offset) as usize);
+            spare.lend(&mut self.ring);
             self.ring.extend(&data[from..to]);
             start = until;
         }
@@ -70,8 +75,9 @@ impl Reassembly {
         }
     }
 
-    /// Copies the bytes at the read offset into `buf`; how many.
-    pub(super) fn read(&mut self, buf: &mut [u8]) -> usize {
+    /// Copies the bytes at the read offset into `buf`; how many. A large
+    /// ring left empty goes to `spare`.
+    pub(super) fn read(&mut self, buf: &mut [u8], spare: &mut SpareBuffer) -> usize {
         let n = self.ring.len().min(buf.len());
         let (front, back) = self.ring.as_slices();
         let from_front = n.min(front.len());
@@ -79,7 +85,7 @@ impl Reassembly {
         buf[from_front..n].copy_from_slice(&back[..n - from_front]);
         self.ring.drain(..n);
         if self.ring.is_empty() && self.ring.capacity() > KEEP_RING_CAPACITY {
-            self.ring = VecDeque::new();
+            spare.keep(std::mem::take(&mut self.ring));
         }
         n
     }
@@ -106,7 +112,7 @@ mod tests {
 
     fn read_all(r: &mut Reassembly, read: &mut u64) -> Vec<u8> {
         let mut out = vec![0; 1 << 16];
-        let n = r.read(&mut out);
+        let n = r.read(&mut out, &mut SpareBuffer::default());
         *read += n as u64;
         out.truncate(n);
         out
@@ -116,13 +122,13 @@ mod tests {
     fn in_order_bytes_go_to_the_ring_and_a_gap_waits_for_its_bytes() {
         let mut r = Reassembly::default();
         let mut read = 0;
-        r.insert(read, 0, b"abc");
+        r.insert(read, 0, b"abc", &mut SpareBuffer::default());
         assert!(r.ahead.is_empty());
-        r.insert(read, 6, b"ghi");
-        r.insert(read, 3, b"de");
+        r.insert(read, 6, b"ghi", &mut SpareBuffer::default());
+        r.insert(read, 3, b"de", &mut SpareBuffer::default());
         assert_eq!(read_all(&mut r, &mut read), b"abcde");
         assert!(!r.has_next());
-        r.insert(read, 5, b"f");
+        r.insert(read, 5, b"f", &mut SpareBuffer::default());
         assert_eq!(read_all(&mut r, &mut read), b"fghi");
         assert_eq!(read, 9);
     }
@@ -131,13 +137,13 @@ mod tests {
     fn overlaps_keep_the_first_copy_of_every_byte() {
         let mut r = Reassembly::default();
         let mut read = 0;
-        r.insert(read, 0, b"ab");
-        r.insert(read, 4, b"EF");
+        r.insert(read, 0, b"ab", &mut SpareBuffer::default());
+        r.insert(read, 4, b"EF", &mut SpareBuffer::default());
         // Overlaps the ring, the gap and the chunk ahead.
-        r.insert(read, 1, b"xcdyz");
+        r.insert(read, 1, b"xcdyz", &mut SpareBuffer::default());
         assert_eq!(read_all(&mut r, &mut read), b"abcdEF");
         // Bytes already read are not taken again.
-        r.insert(read, 0, b"zzzzzzg");
+        r.insert(read, 0, b"zzzzzzg", &mut SpareBuffer::default());
         assert_eq!(read_all(&mut r, &mut read), b"g");
     }
 
@@ -158,16 +164,33 @@ mod tests {
             let mut got = Vec::new();
             for i in order {
                 let (offset, bytes) = frames[i];
-                r.insert(read, offset, bytes);
+                r.insert(read, offset, bytes, &mut SpareBuffer::default());
                 r.insert(
                     read,
                     offset.saturating_sub(5),
                     &data[offset.saturating_sub(5) as usize..(offset + 10) as usize],
+                    &mut SpareBuffer::default(),
                 );
                 got.extend(read_all(&mut r, &mut read));
             }
             assert_eq!(got, data, "order {order:?}");
             assert!(r.ahead.is_empty() && !r.has_next());
         }
+    }
+
+    #[test]
+    fn a_drained_ring_goes_to_the_spare_and_back_for_the_next_bytes() {
+        let mut spare = SpareBuffer::default();
+        let mut r = Reassembly::default();
+        let big = vec![7u8; 1 << 16];
+        r.insert(0, 0, &big, &mut spare);
+        let mut out = vec![0; 1 << 16];
+        assert_eq!(r.read(&mut out, &mut spare), big.len());
+        assert_eq!(r.capacity(), 0, "the empty ring went to the spare");
+        let kept = spare.capacity();
+        assert!(kept >= big.len());
+        r.insert(big.len() as u64, big.len() as u64, b"next", &mut spare);
+        assert_eq!(r.capacity(), kept, "and came back for the next bytes");
+        assert_eq!(spare.capacity(), 0);
     }
 }

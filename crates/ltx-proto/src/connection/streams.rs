@@ -8,8 +8,10 @@
 //! decoded out of order.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Instant;
 
 use super::reassembly::Reassembly;
+use super::spare_buffer::SpareBuffer;
 use crate::event::{codes, Event, TraceEvent};
 use crate::wire::{Frame, Side, StreamFrame, StreamId};
 
@@ -82,7 +84,8 @@ enum SendState {
     ResetSent,
 }
 
-/// Capacity a drained send buffer keeps for the next writes; more is freed.
+/// Capacity a drained send buffer keeps for the next writes; a larger one
+/// goes to the connection's spare.
 const KEEP_SEND_CAPACITY: usize = 4096;
 
 #[derive(Debug)]
@@ -116,8 +119,8 @@ struct RecvStream {
 }
 
 impl RecvStream {
-    fn insert(&mut self, offset: u64, data: &[u8]) {
-        self.data.insert(self.read, offset, data);
+    fn insert(&mut self, offset: u64, data: &[u8], spare: &mut SpareBuffer) {
+        self.data.insert(self.read, offset, data, spare);
     }
 
     fn readable(&self) -> bool {
@@ -160,6 +163,10 @@ pub(crate) struct Streams {
     stop_sending_pending: BTreeSet<StreamId>,
     /// A message went whole into a symbol since this was last taken.
     message_sent: bool,
+    /// A drained send buffer for the next stream written to.
+    spare_send: SpareBuffer,
+    /// A drained reassembly ring for the next stream received in order.
+    spare_recv: SpareBuffer,
 }
 
 /// The limits a `Streams` starts with.
@@ -173,11 +180,25 @@ pub(crate) struct StreamLimits {
 
 impl Streams {
     /// Bytes the streams' buffers hold: unsent bytes and unread chunks,
-    /// by capacity.
+    /// and the drained buffers kept for the next ones, by capacity.
     pub(crate) fn buffered_bytes(&self) -> usize {
         let send: usize = self.send.values().map(|s| s.pending.capacity()).sum();
         let recv: usize = self.recv.values().map(|r| r.data.capacity()).sum();
-        send + recv
+        send + recv + self.spare_send.capacity() + self.spare_recv.capacity()
+    }
+
+    /// Frees the drained buffers kept for the next bytes: the connection
+    /// has gone quiet.
+    pub(crate) fn release_spares(&mut self) {
+        self.spare_send.release();
+        self.spare_recv.release();
+    }
+
+    /// Frees a drained buffer kept for the next bytes that has not been
+    /// used for a while.
+    pub(crate) fn age_spares(&mut self, now: Instant) {
+        self.spare_send.age(now);
+        self.spare_recv.age(now);
     }
 
     /// Streams with a half still in use: data or an end to send, or data
@@ -228,6 +249,8 @@ impl Streams {
             max_streams_pending: false,
             stop_sending_pending: BTreeSet::new(),
             message_sent: false,
+            spare_send: SpareBuffer::default(),
+            spare_recv: SpareBuffer::default(),
         }
     }
 
@@ -303,6 +326,7 @@ impl Streams {
             let was_empty = stream.pending.is_empty();
             if was_empty {
                 stream.burst_start = stream.offset;
+                self.spare_send.lend(&mut stream.pending);
             }
             stream.pending.extend(&data[..n]);
             if was_empty && !self.ready.contains(&id) {
@@ -370,7 +394,7 @@ impl Streams {
         if let Some(code) = stream.reset {
             return Err(StreamError::Reset { id, code });
         }
-        let n = stream.data.read(buf);
+        let n = stream.data.read(buf, &mut self.spare_recv);
         stream.read += n as u64;
         if n == 0 {
             if stream.final_size == Some(stream.read) {
@@ -568,9 +592,9 @@ impl Streams {
         out.extend_from_slice(&back[..len - from_front]);
         stream.pending.drain(..len);
         if stream.pending.is_empty() && stream.pending.capacity() > KEEP_SEND_CAPACITY {
-            // Drained: give the burst's buffer back rather than hold it
-            // for the stream's life.
-            stream.pending = VecDeque::new();
+            // Drained: the burst's buffer goes to the connection's spare
+            // rather than stay with the stream for its life.
+            self.spare_send.keep(std::mem::take(&mut stream.pending));
         }
         if trace && len > 0 {
             events.push_back(Event::Trace(TraceEvent::StreamDataSent {
@@ -704,6 +728,20 @@ impl Streams {
         f: &StreamFrame<'_>,
         events: &mut VecDeque<Event>,
     ) -> Result<(), Violation> {
+        // Taken out for the frame: the stream it finds borrows all of
+        // `self`.
+        let mut spare = std::mem::take(&mut self.spare_recv);
+        let applied = self.apply_stream_frame(f, events, &mut spare);
+        self.spare_recv = spare;
+        applied
+    }
+
+    fn apply_stream_frame(
+        &mut self,
+        f: &StreamFrame<'_>,
+        events: &mut VecDeque<Event>,
+        spare: &mut SpareBuffer,
+    ) -> Result<(), Violation> {
         let end = f.offset + f.data.len() as u64;
         let local_max_data = self.local_max_data;
         let received_data = self.received_data;
@@ -748,7 +786,7 @@ impl Streams {
         }
         stream.highest = stream.highest.max(end);
         if stream.reset.is_none() && stream.stop_sending.is_none() {
-            stream.insert(f.offset, f.data);
+            stream.insert(f.offset, f.data, spare);
         }
         let now_readable = stream.readable();
         self.received_data += grown;

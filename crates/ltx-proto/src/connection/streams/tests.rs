@@ -1,4 +1,5 @@
 use super::*;
+use crate::connection::spare_buffer::SPARE_IDLE;
 
 fn streams() -> Streams {
     let mut streams = Streams::new(
@@ -80,4 +81,34 @@ fn a_fin_behind_unread_data_wakes_no_one_twice() {
         .unwrap();
     // Readable since the first frame: one event is enough.
     assert_eq!(readable_events(&events), 1);
+}
+
+#[test]
+fn a_drained_send_buffer_serves_the_next_stream_and_goes_once_unused() {
+    let mut streams = streams();
+    let mut events = VecDeque::new();
+    let first = streams.open().unwrap();
+    let burst = vec![5u8; 1 << 15];
+    assert_eq!(streams.write(first, &burst), Ok(burst.len()));
+    while !streams.all_sent() {
+        let mut out = Vec::new();
+        streams.fill(&mut out, 1200, &mut events, false);
+    }
+    let kept = streams.buffered_bytes();
+    assert!(kept >= burst.len(), "the drained buffer is kept: {kept}");
+    let second = streams.open().unwrap();
+    assert_eq!(streams.write(second, b"next"), Ok(4));
+    assert_eq!(
+        streams.buffered_bytes(),
+        kept,
+        "the second stream writes into the kept buffer, no new one"
+    );
+    while !streams.all_sent() {
+        let mut out = Vec::new();
+        streams.fill(&mut out, 1200, &mut events, false);
+    }
+    let start = Instant::now();
+    streams.age_spares(start);
+    streams.age_spares(start + SPARE_IDLE);
+    assert_eq!(streams.buffered_bytes(), 0, "unused for SPARE_IDLE: freed");
 }
