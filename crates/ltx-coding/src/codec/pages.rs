@@ -18,13 +18,17 @@ pub(super) struct SymbolPages {
     pages: Vec<Option<Box<[u8]>>>,
     /// Per page: how many of its slots hold a symbol.
     held: Vec<u16>,
-    /// Pages allocated, the spare included.
+    /// Pages allocated, the spares included.
     allocated: usize,
-    /// One freed page, kept for the next allocation while others are in
-    /// use, so a window sliding through the ring does not allocate a page
-    /// for every page it leaves.
-    spare: Option<Box<[u8]>>,
+    /// Freed pages, up to [`MAX_SPARE_PAGES`], kept for the next
+    /// allocations while others are in use, so a window sliding through
+    /// the ring does not allocate a page for every page it leaves, nor for
+    /// every page an acknowledgement of many symbols frees at once.
+    spares: Vec<Box<[u8]>>,
 }
+
+/// Freed pages kept for reuse at most: about 350 KB at ltx's symbols.
+const MAX_SPARE_PAGES: usize = 8;
 
 impl SymbolPages {
     /// `slots` empty slots of `symbol_size` bytes; nothing allocated yet.
@@ -35,7 +39,7 @@ impl SymbolPages {
             pages: Vec::new(),
             held: Vec::new(),
             allocated: 0,
-            spare: None,
+            spares: Vec::new(),
         }
     }
 
@@ -60,7 +64,7 @@ impl SymbolPages {
             self.held.resize(count, 0);
         }
         if self.pages[page].is_none() {
-            let fresh = match self.spare.take() {
+            let fresh = match self.spares.pop() {
                 Some(spare) => spare,
                 None => {
                     self.allocated += 1;
@@ -91,10 +95,10 @@ impl SymbolPages {
             // Nothing in use: give everything back, the page index too.
             self.pages = Vec::new();
             self.held = Vec::new();
-            self.spare = None;
+            self.spares = Vec::new();
             self.allocated = 0;
-        } else if self.spare.is_none() {
-            self.spare = freed;
+        } else if let Some(freed) = freed.filter(|_| self.spares.len() < MAX_SPARE_PAGES) {
+            self.spares.push(freed);
         } else {
             self.allocated -= 1;
         }
@@ -156,5 +160,25 @@ mod tests {
             // The window spans at most three pages, plus the spare.
             assert!(pages.allocated_bytes() <= 4 * PAGE_SLOTS * 8);
         }
+    }
+
+    #[test]
+    fn pages_freed_together_are_kept_for_the_next_ones() {
+        let mut pages = SymbolPages::new(4, 1000);
+        // Five full pages and one slot of a sixth, which stays held.
+        for slot in 0..5 * PAGE_SLOTS + 1 {
+            pages.hold(slot).fill(1);
+        }
+        let six = 6 * PAGE_SLOTS * 4;
+        assert_eq!(pages.allocated_bytes(), six);
+        // One acknowledgement frees the first five pages.
+        for slot in 0..5 * PAGE_SLOTS {
+            pages.release(slot);
+        }
+        assert_eq!(pages.allocated_bytes(), six, "kept as spares");
+        for slot in 6 * PAGE_SLOTS..11 * PAGE_SLOTS {
+            pages.hold(slot).fill(2);
+        }
+        assert_eq!(pages.allocated_bytes(), six, "the spares reused");
     }
 }
