@@ -104,6 +104,11 @@ pub(crate) struct EmuBenchArgs {
     /// links do).
     #[arg(long)]
     jitter: Option<f64>,
+    /// ltx's two ends write a qlog trace of each timed transfer into a
+    /// directory of its own under this one, named by table, loss, burst,
+    /// system and repetition (the other systems write none).
+    #[arg(long, value_name = "DIR")]
+    qlog: Option<PathBuf>,
 }
 
 /// The systems of `--quick`.
@@ -399,7 +404,16 @@ impl Suite<'_> {
                 if skipped_after_first.contains(&p.system) {
                     continue;
                 }
-                let measured = run_once(p, cell, rep, bound, stop, scratch)?;
+                let qlog = self.args.qlog.as_ref().map(|dir| {
+                    dir.join(format!(
+                        "{}-{}pct-burst{}-{}-rep{rep}",
+                        cell.table.name(),
+                        percent(cell.loss),
+                        cell.burst,
+                        p.system.name()
+                    ))
+                });
+                let measured = run_once(p, cell, rep, bound, stop, scratch, qlog.as_deref())?;
                 let outcome = measured.outcome.as_ref();
                 let run = Run {
                     cell: *cell,

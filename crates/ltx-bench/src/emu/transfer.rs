@@ -13,7 +13,7 @@ use anyhow::Context;
 use ltx_emu::{CommandOutcome, Emulator, EmulatorConfig, PathStats, ServerWait, SERVER_ADDR};
 
 use super::super::peer::report::{ClientReport, Outcome, ServerReport};
-use super::super::peer::systems::{commands, CommandLine, Prepared, Transfer};
+use super::super::peer::systems::{commands, trace_into, CommandLine, Prepared, Transfer};
 use super::cells::Cell;
 
 /// The server's port. Every transfer has namespaces of its own, so the
@@ -80,8 +80,9 @@ impl Drop for Scratch {
 #[error("interrupted")]
 pub(crate) struct Interrupted;
 
-/// Runs `prepared` once on `cell` with `seed`, giving up after `bound`.
-/// Setting `stop` ends the run early with [`Interrupted`].
+/// Runs `prepared` once on `cell` with `seed`, giving up after `bound`;
+/// ltx's ends write their qlog traces into `qlog`, if given. Setting
+/// `stop` ends the run early with [`Interrupted`].
 pub(crate) fn run_once(
     prepared: &Prepared,
     cell: &Cell,
@@ -89,6 +90,7 @@ pub(crate) fn run_once(
     bound: Duration,
     stop: &AtomicBool,
     scratch: &Scratch,
+    qlog: Option<&Path>,
 ) -> anyhow::Result<Measured> {
     let (forward, reverse) = cell.scenario(seed).links();
     let emulator = Emulator::start(EmulatorConfig {
@@ -104,7 +106,11 @@ pub(crate) fn run_once(
         rtt: cell.rtt,
         seed,
     };
-    let (server_line, client_line) = commands(prepared, &transfer);
+    let (mut server_line, mut client_line) = commands(prepared, &transfer);
+    if let Some(dir) = qlog {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        trace_into(prepared.system, dir, [&mut server_line, &mut client_line]);
+    }
     let output = Output::in_scratch(scratch);
     let server = in_namespace(
         emulator.server().command(&server_line.program),

@@ -14,6 +14,7 @@
 //! second starts from what it saved (careful resume).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use anyhow::Context;
 use ltx::{
@@ -52,6 +53,9 @@ pub(super) async fn receive(
     let mut config = EndpointConfig::server();
     config.security = Security::Noise(SecurityConfig::new(benchmark_keypair(args.seed)));
     config.transport.set_early_data(true);
+    // The endpoint traces every connection it takes: with `resumed`, the
+    // untimed first one too.
+    config.qlog_dir = args.qlog_dir.clone();
     let endpoint = Endpoint::bind(listen, config).with_context(|| format!("binding {listen}"))?;
     if resumed {
         let first = endpoint.accept().await.context("the endpoint closed")?;
@@ -115,7 +119,7 @@ pub(super) async fn send(
 ) -> anyhow::Result<ClientReport> {
     tokio::time::sleep(SERVER_AGE).await;
     let saved = if resumed {
-        let (connection, _) = transfer(connect, rate_hint, None, args, pattern).await?;
+        let (connection, _) = transfer(connect, rate_hint, None, None, args, pattern).await?;
         let saved = connection.path_to_save();
         if saved.is_none() {
             // A transfer too short for start-up to measure a rate (a small
@@ -128,7 +132,9 @@ pub(super) async fn send(
         None
     };
     let start_ns = monotonic_ns()?;
-    let (connection, _endpoint) = transfer(connect, rate_hint, saved, args, pattern).await?;
+    let qlog_dir = args.qlog_dir.clone();
+    let (connection, _endpoint) =
+        transfer(connect, rate_hint, saved, qlog_dir, args, pattern).await?;
     Ok(ClientReport {
         system: args.system.name().to_owned(),
         bytes: args.size,
@@ -140,15 +146,18 @@ pub(super) async fn send(
 }
 
 /// One connection that carries the payload and closes once the receiver
-/// has decoded it; the endpoint is returned to outlive the connection.
+/// has decoded it, traced into `qlog_dir` if given; the endpoint is
+/// returned to outlive the connection.
 async fn transfer(
     connect: SocketAddr,
     rate_hint: Option<u64>,
     saved: Option<SavedPath>,
+    qlog_dir: Option<PathBuf>,
     args: &PayloadArgs,
     pattern: &Pattern,
 ) -> anyhow::Result<(Connection, Endpoint)> {
     let mut config = EndpointConfig::client();
+    config.qlog_dir = qlog_dir;
     config
         .transport
         .set_rate_hint(rate_hint.map(|bps| (bps / 8).max(1)))

@@ -21,6 +21,7 @@
 use std::future::Future;
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -105,6 +106,10 @@ pub(crate) struct PayloadArgs {
     /// Give up when the transfer has not ended after this long.
     #[arg(long, default_value = "600s", value_parser = parse_duration)]
     timeout: Duration,
+    /// ltx writes a qlog trace of the timed transfer into this directory
+    /// (the other systems ignore it).
+    #[arg(long)]
+    qlog_dir: Option<PathBuf>,
 }
 
 /// Options of `ltx-bench peer recv`.

@@ -385,6 +385,17 @@ pub(crate) fn commands(prepared: &Prepared, transfer: &Transfer) -> (CommandLine
     (line(recv), line(send))
 }
 
+/// Has ltx's two ends write a qlog trace of the timed transfer into `dir`
+/// (`--qlog-dir`); the other systems write none, and are left as they are.
+pub(crate) fn trace_into(system: System, dir: &Path, lines: [&mut CommandLine; 2]) {
+    if matches!(system, System::Ltx | System::LtxHint | System::LtxResumed) {
+        for line in lines {
+            line.args.push("--qlog-dir".to_owned());
+            line.args.push(dir.display().to_string());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,6 +476,27 @@ mod tests {
     }
 
     #[test]
+    fn only_ltx_is_told_where_to_trace() {
+        let t = transfer(50_000_000, 600);
+        let dir = Path::new("/tmp/traces/long-delay-5pct");
+        for system in [System::Ltx, System::LtxResumed, System::QuicBbr] {
+            let prepared = Prepared {
+                system,
+                program: PathBuf::from("/x/ltx-bench"),
+            };
+            let (mut recv, mut send) = commands(&prepared, &t);
+            trace_into(system, dir, [&mut recv, &mut send]);
+            for args in [&recv.args, &send.args] {
+                let traced = args.ends_with(&[
+                    "--qlog-dir".to_owned(),
+                    "/tmp/traces/long-delay-5pct".to_owned(),
+                ]);
+                assert_eq!(traced, system != System::QuicBbr, "{system:?}: {args:?}");
+            }
+        }
+    }
+
+        #[test]
     fn a_program_that_is_not_there_is_missing_with_its_path() {
         let tools = Toolbox {
             bench: PathBuf::from("/nonexistent/ltx-bench"),
