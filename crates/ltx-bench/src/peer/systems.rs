@@ -496,7 +496,7 @@ mod tests {
         }
     }
 
-        #[test]
+    #[test]
     fn a_program_that_is_not_there_is_missing_with_its_path() {
         let tools = Toolbox {
             bench: PathBuf::from("/nonexistent/ltx-bench"),
