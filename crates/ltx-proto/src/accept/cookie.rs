@@ -15,7 +15,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use ring::hmac;
+use aws_lc_rs::hmac;
 
 use crate::wire::ConnectionId;
 

@@ -16,8 +16,8 @@
 //! key for packets sent before the update that arrive after it (their
 //! number is below the first one of the new phase).
 
-use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey, NONCE_LEN};
-use ring::hkdf;
+use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey, NONCE_LEN};
+use aws_lc_rs::hkdf;
 
 use super::replay::ReplayWindow;
 use super::{OpenError, PacketProtection, TAG_LEN};
@@ -39,7 +39,7 @@ pub enum AeadAlgorithm {
 pub const PACKET_AEAD: AeadAlgorithm = AeadAlgorithm::Aes256Gcm;
 
 impl AeadAlgorithm {
-    fn ring(self) -> &'static aead::Algorithm {
+    fn aead(self) -> &'static aead::Algorithm {
         match self {
             AeadAlgorithm::ChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
             AeadAlgorithm::Aes256Gcm => &aead::AES_256_GCM,
@@ -81,10 +81,10 @@ struct PhaseKey {
 impl PhaseKey {
     fn new(algorithm: AeadAlgorithm, secret: [u8; 32]) -> PhaseKey {
         let mut key = [0u8; 32];
-        expand(&secret, b"ltx key", &mut key[..algorithm.ring().key_len()]);
+        expand(&secret, b"ltx key", &mut key[..algorithm.aead().key_len()]);
         let mut iv = [0u8; NONCE_LEN];
         expand(&secret, b"ltx iv", &mut iv);
-        let unbound = UnboundKey::new(algorithm.ring(), &key[..algorithm.ring().key_len()])
+        let unbound = UnboundKey::new(algorithm.aead(), &key[..algorithm.aead().key_len()])
             .expect("the key has the algorithm's length");
         PhaseKey {
             key: LessSafeKey::new(unbound),
