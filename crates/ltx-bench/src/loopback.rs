@@ -70,6 +70,13 @@ const SYSTEMS: &[System] = &[
         run: quinn::run,
     },
     System {
+        name: "quinn-aws-lc",
+        run: quinn::run_aws_lc,
+        // quinn with the AEAD ltx seals with, beside the reference's ring:
+        // name it to run it.
+        by_default: false,
+    },
+    System {
         name: "tcp",
         by_default: true,
         run: tcp::run,

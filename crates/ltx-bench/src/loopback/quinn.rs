@@ -1,9 +1,13 @@
-//! The QUIC peer: quinn, one unidirectional stream.
+//! The QUIC peer: quinn, one unidirectional stream; its TLS and packet
+//! protection from ring (`quinn`, the reference) or from aws-lc-rs, as
+//! ltx's (`quinn-aws-lc`).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use anyhow::Context;
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use quinn::rustls::crypto::CryptoProvider;
 use quinn::rustls::pki_types::{CertificateDer, PrivatePkcs8KeyDer};
 use quinn::rustls::RootCertStore;
 use quinn::udp::UdpSocketState;
@@ -59,28 +63,64 @@ fn endpoint(server: Option<ServerConfig>) -> anyhow::Result<Endpoint> {
 }
 
 /// A server configuration with a fresh self-signed certificate, and a
-/// client configuration that trusts that certificate alone.
-fn configs() -> anyhow::Result<(ServerConfig, ClientConfig)> {
+/// client configuration that trusts that certificate alone, both with
+/// `provider`'s cryptography.
+fn configs(provider: CryptoProvider) -> anyhow::Result<(ServerConfig, ClientConfig)> {
+    let provider = Arc::new(provider);
     let issued = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_owned()])
         .context("making a self-signed certificate")?;
     let cert: CertificateDer<'static> = issued.cert.der().clone();
     let key = PrivatePkcs8KeyDer::from(issued.signing_key.serialize_der());
 
-    let mut server = ServerConfig::with_single_cert(vec![cert.clone()], key.into())
+    let tls = quinn::rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&quinn::rustls::version::TLS13])
+        .context("TLS 1.3 with the provider")?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.clone()], key.into())
         .context("the server's TLS configuration")?;
+    let mut server = ServerConfig::with_crypto(Arc::new(
+        QuicServerConfig::try_from(tls).context("the server's QUIC TLS configuration")?,
+    ));
     server.transport_config(transport());
 
     let mut roots = RootCertStore::empty();
     roots.add(cert).context("trusting the certificate")?;
-    let mut client = ClientConfig::with_root_certificates(Arc::new(roots))
-        .context("the client's TLS configuration")?;
+    let tls = quinn::rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&quinn::rustls::version::TLS13])
+        .context("TLS 1.3 with the provider")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let mut client = ClientConfig::new(Arc::new(
+        QuicClientConfig::try_from(tls).context("the client's QUIC TLS configuration")?,
+    ));
     client.transport_config(transport());
     Ok((server, client))
 }
 
-/// One transfer over quinn: see [`super::RunFn`].
+/// One transfer over quinn with ring: see [`super::RunFn`].
 pub(super) fn run(sides: &Sides, transfer: &Transfer) -> anyhow::Result<RunMeasurement> {
-    let (server, client) = configs()?;
+    run_with(
+        sides,
+        transfer,
+        quinn::rustls::crypto::ring::default_provider(),
+    )
+}
+
+/// One transfer over quinn with aws-lc-rs.
+pub(super) fn run_aws_lc(sides: &Sides, transfer: &Transfer) -> anyhow::Result<RunMeasurement> {
+    run_with(
+        sides,
+        transfer,
+        quinn::rustls::crypto::aws_lc_rs::default_provider(),
+    )
+}
+
+fn run_with(
+    sides: &Sides,
+    transfer: &Transfer,
+    provider: CryptoProvider,
+) -> anyhow::Result<RunMeasurement> {
+    let (server, client) = configs(provider)?;
     let (address_tx, address_rx) = oneshot::channel();
     let (start, (end, delivery)) = sides.join(
         transfer.time_limit(),

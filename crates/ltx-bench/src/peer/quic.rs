@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use quinn::congestion::{BbrConfig, ControllerFactory, CubicConfig};
-use quinn::crypto::rustls::QuicClientConfig;
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::rustls::client::danger::{
     HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier,
 };
@@ -167,7 +167,17 @@ pub(crate) fn self_signed_server_config() -> anyhow::Result<ServerConfig> {
         .context("making a self-signed certificate")?;
     let cert: CertificateDer<'static> = issued.cert.der().clone();
     let key = PrivatePkcs8KeyDer::from(issued.signing_key.serialize_der());
-    ServerConfig::with_single_cert(vec![cert], key.into()).context("the server's TLS configuration")
+    // ring, named: the build has aws-lc-rs too, for the loopback benchmark.
+    let tls =
+        quinn::rustls::ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+            .with_protocol_versions(&[&quinn::rustls::version::TLS13])
+            .context("the server's TLS versions")?
+            .with_no_client_auth()
+            .with_single_cert(vec![cert], key.into())
+            .context("the server's TLS configuration")?;
+    Ok(ServerConfig::with_crypto(Arc::new(
+        QuicServerConfig::try_from(tls).context("the server's QUIC TLS configuration")?,
+    )))
 }
 
 /// A client configuration that takes any server certificate (see the
