@@ -2,7 +2,7 @@
 //! bytes. A bulk stream empties its send buffer or its reassembly ring
 //! many times a second at gigabits; freeing it each time and growing a new
 //! one from nothing cost a reallocation per doubling and a page fault for
-//! every fresh page (about 23 000 faults per GB on loopback). Kept here
+//! every fresh page (measured in `docs/results.md`, "Loopback"). Kept here
 //! rather than in the stream, the buffer serves whichever stream fills
 //! next and idle streams hold nothing; one left unused for
 //! [`SPARE_IDLE`] is freed, as is any when the connection goes quiet.
