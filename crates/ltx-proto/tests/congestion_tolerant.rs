@@ -282,6 +282,7 @@ fn drive(
                 cc.on_loss(now, sent, PKT, false, rtt);
             } else {
                 rtt.update(Duration::ZERO, rtt_of_round);
+                cc.on_rtt_sample(now, rtt);
                 cc.on_ack(now, sent, PKT, false, rtt);
             }
         }
@@ -333,6 +334,7 @@ fn random_loss_with_jitter_but_no_queue_does_not_shrink_it() {
                 cc.on_loss(now, sent, PKT, false, &rtt);
             } else {
                 rtt.update(Duration::ZERO, sample);
+                cc.on_rtt_sample(now, &rtt);
                 cc.on_ack(now, sent, PKT, false, &rtt);
             }
         }
@@ -362,6 +364,7 @@ fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
         let sent = now + Duration::from_micros(i);
         at = sent + RTT_MIN * 2;
         rtt.update(Duration::ZERO, RTT_MIN * 2);
+        cc.on_rtt_sample(at, &rtt);
         cc.on_ack(at, sent, PKT, false, &rtt);
     }
     assert_eq!(cc.window(), start);
@@ -389,6 +392,7 @@ fn loss_on_a_queue_that_doubles_the_rtt_halves_the_window() {
     // Eight samples since the cut, so that jitter cannot pass for a queue.
     for _ in 0..8 {
         rtt.update(Duration::ZERO, RTT_MIN * 2);
+        cc.on_rtt_sample(sent + RTT_MIN * 2, &rtt);
         cc.on_ack(sent + RTT_MIN * 2, sent, PKT, false, &rtt);
     }
     let sent = sent + Duration::from_millis(1);

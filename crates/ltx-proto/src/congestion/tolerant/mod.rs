@@ -94,6 +94,11 @@ pub struct Tolerant {
     delivered: DeliveryRate,
     /// The probe for room the delay does not show.
     room: RoomProbe,
+    /// An RTT sample was taken that the standing queue has not seen: every
+    /// packet an acknowledgement names is passed to [`Controller::on_ack`],
+    /// but they share its one sample, and the queue is judged on enough
+    /// samples ([`queue::MIN_QUEUE_SAMPLES`]), not on enough packets.
+    sample_unseen: bool,
 }
 
 impl Tolerant {
@@ -119,6 +124,7 @@ impl Tolerant {
             drains: DrainWatch::default(),
             delivered: DeliveryRate::default(),
             room: RoomProbe::default(),
+            sample_unseen: false,
         }
     }
 
@@ -253,9 +259,15 @@ impl Controller for Tolerant {
         app_limited: bool,
         rtt: &RttEstimator,
     ) {
-        self.room.on_rtt_sample(rtt.latest());
-        if self.loss_epoch.is_none_or(|epoch| sent > epoch) {
-            self.standing.on_sample(now, rtt.latest(), rtt.smoothed());
+        // The jitter's estimate is per packet acknowledged (see
+        // `RoomProbe::on_packet_acked`).
+        self.room.on_packet_acked(rtt.latest());
+        if std::mem::take(&mut self.sample_unseen) {
+            // The sample times the newest packet acknowledged.
+            let timed = now.checked_sub(rtt.latest()).unwrap_or(sent);
+            if self.loss_epoch.is_none_or(|epoch| timed > epoch) {
+                self.standing.on_sample(now, rtt.latest(), rtt.smoothed());
+            }
         }
         if self.in_startup {
             self.on_startup_ack(now, sent, bytes, app_limited, rtt);
@@ -353,6 +365,7 @@ impl Controller for Tolerant {
 
     fn on_rtt_sample(&mut self, now: Instant, rtt: &RttEstimator) {
         let _ = now;
+        self.sample_unseen = true;
         self.resume_on_rtt_sample(rtt);
         // With a known rate, the first sample (the handshake's) is enough
         // for the bandwidth-delay product: the first flight fills the path.

@@ -11,9 +11,10 @@
 //! trip does not rise with it: a queue the flow built grows by the bytes
 //! added over the rate; jitter does not.
 //!
-//! It runs only where the delay jitters: where consecutive RTT samples
-//! differ by more than a datagram's time at the measured rate on average,
-//! or start-up's flights came back in clumps. A queue, the flow's own or
+//! It runs only where the delay jitters: where the RTT sample changes by
+//! more than a datagram's time at the measured rate on average from one
+//! acknowledged packet to the next (packets one ACK names share its
+//! sample), or start-up's flights came back in clumps. A queue, the flow's own or
 //! one shared with other flows, changes by about a datagram's time between
 //! two of a flow's samples; where other flows drain it, a step taken into
 //! it would show no rise and be kept, at their expense.
@@ -51,18 +52,18 @@ const MAX_WAIT_ROUNDS: u32 = 64;
 /// that the standing round trip must rise by for the step to be undone.
 const FOLLOWS: f64 = 0.5;
 
-/// Weight of a new sample in [`RoomProbe`]'s mean change between
-/// consecutive RTT samples.
+/// Weight of each acknowledged packet in [`RoomProbe`]'s mean change of
+/// the RTT sample.
 const JITTER_GAIN: f64 = 1.0 / 16.0;
 
-/// The mean change between consecutive RTT samples, in datagram times at
-/// the measured rate, from which the delay counts as jittering.
+/// The mean change of the RTT sample per acknowledged packet, in datagram
+/// times at the measured rate, from which the delay counts as jittering.
 const JITTERY: f64 = 1.0;
 
 /// The probe's state.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct RoomProbe {
-    /// The last RTT sample, and the mean change between consecutive ones,
+    /// The last RTT sample, and its mean change per acknowledged packet,
     /// seconds.
     jitter: Option<(Duration, f64)>,
     /// Not before this may the next probe start.
@@ -85,8 +86,13 @@ struct Step {
 }
 
 impl RoomProbe {
-    /// Takes an RTT sample.
-    pub(super) fn on_rtt_sample(&mut self, sample: Duration) {
+    /// Takes the RTT sample of one acknowledged packet. Packets one ACK
+    /// names share its sample, so a change counts once and its repeats as
+    /// none: the mean is per packet, not per sample. Taken per sample, it
+    /// reads the sawtooth of a queue shared with other ltx flows as jitter
+    /// and turns the probe on where it takes room from them
+    /// (`docs/design/congestion-response.md`, "Jitter is not a queue").
+    pub(super) fn on_packet_acked(&mut self, sample: Duration) {
         self.jitter = Some(match self.jitter {
             None => (sample, 0.0),
             Some((last, mean)) => {
@@ -96,8 +102,9 @@ impl RoomProbe {
         });
     }
 
-    /// Whether consecutive RTT samples differ by more than [`JITTERY`]
-    /// datagram times at `rate` (bytes per second) on average.
+    /// Whether the RTT sample changes by more than [`JITTERY`] datagram
+    /// times at `rate` (bytes per second) per acknowledged packet on
+    /// average.
     fn jittery(&self, max_datagram: u64, rate: u64) -> bool {
         let datagram_time = max_datagram as f64 / rate.max(1) as f64;
         self.jitter

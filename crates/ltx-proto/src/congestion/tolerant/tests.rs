@@ -27,6 +27,7 @@ fn the_default_leaves_random_loss_on_an_empty_queue_alone() {
     let rtt = rtt_of(100, 105);
     for i in 0..10u32 {
         let at = start + Duration::from_millis(100 + u64::from(i));
+        cc.on_rtt_sample(at, &rtt);
         cc.on_ack(at, at - Duration::from_millis(100), 1200, false, &rtt);
     }
     let before = cc.window();
@@ -115,15 +116,16 @@ fn a_random_loss_on_a_short_queue_cuts_to_the_path_and_two_datagrams() {
         let rtt = rtt_of(100, rtt_ms);
         // Two rounds of ACKs: a queue past the target drains in the
         // first (and not again for three round trips), so the loss
-        // meets the queue the second shows.
-        for round in [300, 400] {
+        // meets the queue the second shows, of packets sent after it.
+        for round in [300, 600] {
             for i in 0..10 {
                 let at = start + Duration::from_millis(round + i);
-                cc.on_ack(at, at - Duration::from_millis(50), 1200, false, &rtt);
+                cc.on_rtt_sample(at, &rtt);
+                cc.on_ack(at, at - rtt.latest(), 1200, false, &rtt);
             }
         }
         let before = cc.window() as f64;
-        let at = start + Duration::from_millis(500);
+        let at = start + Duration::from_millis(700);
         cc.on_loss(
             at,
             at - Duration::from_millis(100),
@@ -331,6 +333,7 @@ fn window_after_probing(sample: impl Fn(u64, u64) -> Duration) -> u64 {
         let sample = sample(ms, cc.window());
         rtt.update(Duration::ZERO, sample);
         let now = start + Duration::from_millis(ms);
+        cc.on_rtt_sample(now, &rtt);
         cc.on_ack(now, now - sample, 1200, false, &rtt);
     }
     cc.window()
@@ -465,4 +468,29 @@ fn a_train_reads_the_bottleneck_not_the_packet_sent_ahead_of_it() {
     }
     let rate = cc.max_delivery_rate().expect("a rate");
     assert!((4_000_000..=6_000_000).contains(&rate), "rate {rate}");
+}
+
+#[test]
+fn an_acknowledgement_of_many_packets_is_one_sample_of_the_queue() {
+    // An ACK passes every packet it names to `on_ack`, but it carries one
+    // RTT sample: the standing queue is judged on enough samples, not on
+    // enough packets. Here it stands 50 ms above a 100 ms minimum, past
+    // the queue target, which drains it by `RTTmin / RTT` once it is known.
+    let start = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    cc.in_startup = false;
+    cc.window = 100 * 1200;
+    let rtt = rtt_of(100, 150);
+    let mut at = start + Duration::from_millis(300);
+    cc.on_rtt_sample(at, &rtt);
+    for _ in 0..2 * queue::MIN_QUEUE_SAMPLES {
+        cc.on_ack(at, at - rtt.latest(), 1200, false, &rtt);
+    }
+    assert_eq!(cc.window(), 100 * 1200, "one sample is no standing queue");
+    for _ in 1..queue::MIN_QUEUE_SAMPLES {
+        at += Duration::from_millis(1);
+        cc.on_rtt_sample(at, &rtt);
+        cc.on_ack(at, at - rtt.latest(), 1200, false, &rtt);
+    }
+    assert_eq!(cc.window(), 100 * 1200 * 100 / 150);
 }
