@@ -458,17 +458,29 @@ proptest! {
 #[test]
 fn an_unanswered_initial_flight_is_followed_by_a_longer_one() {
     // Bursty loss takes back-to-back copies together: each flight after an
-    // unanswered one carries three more copies, up to twelve.
-    let mut now = Instant::now();
+    // unanswered one carries three more copies, up to twelve, one time-out
+    // after it; only then do the time-outs double.
+    let start = Instant::now();
+    let mut now = start;
     let mut client = client(SecurityConfig::new(keypair(1)), keypair(2).public(), now);
     let mut flights = Vec::new();
+    let mut sent_at = Vec::new();
     for _ in 0..6 {
         let copies = std::iter::from_fn(|| client.poll_transmit(now)).count();
         flights.push(copies);
+        sent_at.push(now - start);
         now = client
             .poll_timeout()
             .expect("the client waits for an answer");
         client.handle_timeout(now);
     }
     assert_eq!(flights, [3, 6, 9, 12, 12, 12]);
+    let gaps: Vec<Duration> = sent_at.windows(2).map(|w| w[1] - w[0]).collect();
+    let timeout = gaps[0];
+    assert!(timeout > Duration::ZERO);
+    assert_eq!(
+        gaps,
+        [timeout, timeout, timeout, timeout * 2, timeout * 2],
+        "flights left at {sent_at:?}"
+    );
 }

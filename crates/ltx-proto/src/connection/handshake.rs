@@ -47,6 +47,23 @@ pub(super) fn initial_copies(timeouts: u32) -> u8 {
     INITIAL_COPIES * growth
 }
 
+/// How many times the probe time-out has doubled after `timeouts` time-outs
+/// of the handshake: not while the client's flights still grow. A flight
+/// lost whole says the path is in a burst of loss (see [`initial_copies`]),
+/// and the next, longer one should follow it by one time-out, not two: on
+/// a path without a round-trip sample a doubled time-out waits two seconds.
+/// Unanswered past that, the handshake backs off as every probe does; a
+/// flight is at most twelve 1200-byte copies, so even a dead server costs
+/// a few kilobytes a second.
+pub(super) fn handshake_backoff(timeouts: u32, max_backoff: u32) -> u32 {
+    let next_grows = initial_copies(timeouts.saturating_add(1)) > initial_copies(timeouts);
+    if next_grows {
+        0
+    } else {
+        timeouts.min(max_backoff)
+    }
+}
+
 /// Where the handshake's sending stands.
 #[derive(Default)]
 pub(super) struct Handshake {

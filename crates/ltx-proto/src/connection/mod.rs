@@ -40,7 +40,7 @@ pub use address_validation::AMPLIFICATION_FACTOR;
 use early::{refuse_early_data, EarlyData};
 pub use early::{EARLY_MAX_DATA, EARLY_MAX_STREAMS, EARLY_MAX_SYMBOLS};
 pub(crate) use handshake::MIN_INITIAL;
-use handshake::{initial_copies, Handshake, INITIAL_COPIES};
+use handshake::{handshake_backoff, initial_copies, Handshake, INITIAL_COPIES};
 use migration::Paths;
 use receive::Receiver;
 use received::AckState;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::loss_round::LossRound;
 use super::sent::{AckOutcome, Carried, SentPacket, SentPackets};
 use super::streams::Violation;
-use super::{initial_copies, Connection, ConnectionStats, State, Timer};
+use super::{handshake_backoff, initial_copies, Connection, ConnectionStats, State, Timer};
 use crate::config::TransportConfig;
 use crate::congestion::{Controller, Pacer};
 use crate::event::{codes, Event, TraceEvent};
@@ -400,7 +400,12 @@ impl Connection {
         // Back off, but not for long: on a lossy path a run of lost probes
         // is bad luck more often than congestion, and a probe that waits
         // minutes would turn an outage of seconds into a failed transfer.
-        base * 2u32.pow(self.recovery.pto_count.min(MAX_PTO_BACKOFF))
+        let backoff = if self.state == State::Handshaking {
+            handshake_backoff(self.recovery.pto_count, MAX_PTO_BACKOFF)
+        } else {
+            self.recovery.pto_count.min(MAX_PTO_BACKOFF)
+        };
+        base * 2u32.pow(backoff)
     }
 
     /// Arms the probe timer while anything is outstanding, clears it
