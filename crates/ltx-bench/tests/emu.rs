@@ -66,3 +66,54 @@ fn the_quick_suite_completes_every_transfer_intact() {
     let summaries = lines.iter().filter(|l| l["summary"] == "cell").count();
     assert_eq!(summaries, 3, "{stdout}");
 }
+
+#[test]
+fn a_resumed_row_counts_the_timed_transfer_alone() {
+    // `ltx-resumed` first moves the payload untimed, over a path of its
+    // own, to save the path it then resumes: the row's bytes on the wire
+    // are the timed transfer's, not both transfers' (twice the payload).
+    if !supported() {
+        return;
+    }
+    let out = std::env::temp_dir().join(format!("ltx-bench-emu-resumed-{}", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_ltx-bench"))
+        .args([
+            "emu",
+            "--full",
+            "--table",
+            "correlated",
+            "--loss",
+            "0",
+            "--systems",
+            "ltx-resumed",
+            "--reps",
+            "1",
+            "--no-sim",
+            "--json",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("ltx-bench runs");
+    let _ = std::fs::remove_dir_all(&out);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "ltx-bench emu failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let runs: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .filter(|l: &Value| l.get("rep").is_some())
+        .collect();
+    assert_eq!(runs.len(), 1, "{stdout}");
+    let run = &runs[0];
+    assert_eq!(run["system"], "ltx-resumed", "{run}");
+    assert_eq!(run["completed"], true, "{run}");
+    assert_eq!(run["verified"], true, "{run}");
+    let size = run["size_bytes"].as_u64().expect("a size");
+    let wire = run["wire_bytes"].as_u64().expect("wire bytes");
+    assert!(wire >= size && wire < size * 3 / 2, "{run}");
+}

@@ -13,7 +13,7 @@ use anyhow::Context;
 use ltx_emu::{CommandOutcome, Emulator, EmulatorConfig, PathStats, ServerWait, SERVER_ADDR};
 
 use super::super::peer::report::{ClientReport, Outcome, ServerReport};
-use super::super::peer::systems::{commands, trace_into, CommandLine, Prepared, Transfer};
+use super::super::peer::systems::{commands, trace_into, CommandLine, Prepared, System, Transfer};
 use super::cells::Cell;
 
 /// The server's port. Every transfer has namespaces of its own, so the
@@ -83,6 +83,11 @@ pub(crate) struct Interrupted;
 /// Runs `prepared` once on `cell` with `seed`, giving up after `bound`;
 /// ltx's ends write their qlog traces into `qlog`, if given. Setting
 /// `stop` ends the run early with [`Interrupted`].
+///
+/// `ltx-resumed` is first run as `ltx` on a path of its own (the same cell
+/// and seed), untimed, to save the path it measures; the timed transfer
+/// starts from it. So its row counts the timed transfer's bytes, CPU and
+/// queue alone.
 pub(crate) fn run_once(
     prepared: &Prepared,
     cell: &Cell,
@@ -92,13 +97,6 @@ pub(crate) fn run_once(
     scratch: &Scratch,
     qlog: Option<&Path>,
 ) -> anyhow::Result<Measured> {
-    let (forward, reverse) = cell.scenario(seed).links();
-    let emulator = Emulator::start(EmulatorConfig {
-        forward,
-        reverse,
-        seed,
-    })
-    .context("starting the emulator")?;
     let transfer = Transfer {
         server: SocketAddr::from((SERVER_ADDR, PORT)),
         size: cell.size,
@@ -107,20 +105,75 @@ pub(crate) fn run_once(
         seed,
     };
     let (mut server_line, mut client_line) = commands(prepared, &transfer);
+    if prepared.system == System::LtxResumed {
+        let saved = scratch.file("saved-path.json");
+        let _ = std::fs::remove_file(&saved);
+        let first = Prepared {
+            system: System::Ltx,
+            program: prepared.program.clone(),
+        };
+        let (first_server, mut first_client) = commands(&first, &transfer);
+        first_client.args.push("--save-path".to_owned());
+        first_client.args.push(saved.display().to_string());
+        let measured = run_lines(
+            cell,
+            seed,
+            bound,
+            stop,
+            scratch,
+            &first_server,
+            &first_client,
+        )?;
+        if !measured.completed || !saved.exists() {
+            return Ok(Measured {
+                completed: false,
+                verified: false,
+                outcome: None,
+                note: format!(
+                    "the untimed transfer that saves the path did not complete: {}",
+                    measured.note
+                ),
+                ..measured
+            });
+        }
+        client_line.args.push("--saved-path".to_owned());
+        client_line.args.push(saved.display().to_string());
+    }
     if let Some(dir) = qlog {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         trace_into(prepared.system, dir, [&mut server_line, &mut client_line]);
     }
+    run_lines(cell, seed, bound, stop, scratch, &server_line, &client_line)
+}
+
+/// Runs one transfer with these command lines across a fresh emulated path
+/// of `cell`, as [`run_once`] describes.
+fn run_lines(
+    cell: &Cell,
+    seed: u64,
+    bound: Duration,
+    stop: &AtomicBool,
+    scratch: &Scratch,
+    server_line: &CommandLine,
+    client_line: &CommandLine,
+) -> anyhow::Result<Measured> {
+    let (forward, reverse) = cell.scenario(seed).links();
+    let emulator = Emulator::start(EmulatorConfig {
+        forward,
+        reverse,
+        seed,
+    })
+    .context("starting the emulator")?;
     let output = Output::in_scratch(scratch);
     let server = in_namespace(
         emulator.server().command(&server_line.program),
-        &server_line,
+        server_line,
         &output.server_out,
         &output.server_err,
     )?;
     let client = in_namespace(
         emulator.client().command(&client_line.program),
-        &client_line,
+        client_line,
         &output.client_out,
         &output.client_err,
     )?;

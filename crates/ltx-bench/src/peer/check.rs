@@ -14,7 +14,9 @@ use serde_json::{json, Value};
 
 use super::super::payload::Pattern;
 use super::report::{ClientReport, Outcome, ServerReport};
-use super::systems::{commands, prepare, Missing, Prepared, System, Toolbox, Transfer};
+use super::systems::{
+    commands, prepare, CommandLine, Missing, Prepared, System, Toolbox, Transfer,
+};
 
 /// The server's address: a loopback address other than the client's, so
 /// that NORM's receiver can bind its port on it alone while the sender uses
@@ -71,8 +73,13 @@ pub(crate) fn run(args: &CheckArgs) -> anyhow::Result<()> {
                     rtt: Duration::from_millis(1),
                     seed: 11 + n as u64,
                 };
-                let result = same_pattern(&prepared, transfer.seed)
-                    .and_then(|()| transfer_once(&prepared, &transfer, args.limit));
+                let result = same_pattern(&prepared, transfer.seed).and_then(|()| {
+                    if system == System::LtxResumed {
+                        transfer_resumed(&prepared, &transfer, args.limit)
+                    } else {
+                        transfer_once(commands(&prepared, &transfer), args.limit)
+                    }
+                });
                 match result {
                     Ok(outcome) if outcome.verified => Checked::Delivered(outcome),
                     Ok(_) => Checked::Failed("the server's check of the payload failed".into()),
@@ -164,13 +171,45 @@ fn free_port() -> anyhow::Result<u16> {
     anyhow::bail!("no free port on {SERVER_IP}")
 }
 
-/// Runs the server, then the client, and waits for both within `limit`.
-fn transfer_once(
+/// `ltx-resumed`: a first transfer as `ltx` that saves its path, then the
+/// checked one, which starts from it, on another port.
+fn transfer_resumed(
     prepared: &Prepared,
     transfer: &Transfer,
     limit: Duration,
 ) -> anyhow::Result<Outcome> {
-    let (server_line, client_line) = commands(prepared, transfer);
+    let saved = std::env::temp_dir().join(format!(
+        "ltx-bench-check-saved-path-{}.json",
+        std::process::id()
+    ));
+    let first = Prepared {
+        system: System::Ltx,
+        program: prepared.program.clone(),
+    };
+    let (server_line, mut client_line) = commands(&first, transfer);
+    client_line.args.push("--save-path".to_owned());
+    client_line.args.push(saved.display().to_string());
+    let first_outcome = transfer_once((server_line, client_line), limit)
+        .context("the first transfer, which saves the path");
+    let second = first_outcome.and_then(|_| {
+        let transfer = Transfer {
+            server: SocketAddr::from((SERVER_IP, free_port()?)),
+            ..transfer.clone()
+        };
+        let (server_line, mut client_line) = commands(prepared, &transfer);
+        client_line.args.push("--saved-path".to_owned());
+        client_line.args.push(saved.display().to_string());
+        transfer_once((server_line, client_line), limit)
+    });
+    let _ = std::fs::remove_file(&saved);
+    second
+}
+
+/// Runs the server, then the client, and waits for both within `limit`.
+fn transfer_once(
+    (server_line, client_line): (CommandLine, CommandLine),
+    limit: Duration,
+) -> anyhow::Result<Outcome> {
     let deadline = Instant::now() + limit;
     let mut server = Process::spawn(server_line.command(), "server")?;
     std::thread::sleep(SERVER_START);

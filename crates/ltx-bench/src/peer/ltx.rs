@@ -9,12 +9,14 @@
 //!
 //! A server refuses early data for its first second (see the security
 //! docs): the sender waits [`SERVER_AGE`] before its clock starts, as a
-//! deployed server has long been up. A resumed transfer is the second of
-//! two to the same receiver: the first, untimed, measures the path, and the
-//! second starts from what it saved (careful resume).
+//! deployed server has long been up. A resumed transfer starts from a path
+//! an earlier transfer saved (careful resume): `--save-path` writes it, and
+//! `--saved-path` reads it back, so that the transfer that measures the
+//! path and the timed one are separate runs, each counted on its own.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
 use ltx::{
@@ -43,39 +45,16 @@ fn benchmark_keypair(seed: u64) -> StaticKeypair {
 }
 
 /// Takes one connection on `listen` and checks the stream it opens.
-/// With `resumed`, first takes the untimed transfer that measures the path.
 pub(super) async fn receive(
     listen: SocketAddr,
-    resumed: bool,
     args: &PayloadArgs,
     pattern: &Pattern,
 ) -> anyhow::Result<Received> {
     let mut config = EndpointConfig::server();
     config.security = Security::Noise(SecurityConfig::new(benchmark_keypair(args.seed)));
     config.transport.set_early_data(true);
-    // The endpoint traces every connection it takes: with `resumed`, the
-    // untimed first one too.
     config.qlog_dir = args.qlog_dir.clone();
     let endpoint = Endpoint::bind(listen, config).with_context(|| format!("binding {listen}"))?;
-    if resumed {
-        let first = endpoint.accept().await.context("the endpoint closed")?;
-        let (_send, mut stream) = first.accept_stream().await?;
-        let mut verifier = Verifier::new(pattern);
-        let mut buffer = vec![0; READ_SIZE];
-        loop {
-            let n = stream.read(&mut buffer).await?;
-            if n == 0 {
-                break;
-            }
-            verifier.feed(&buffer[..n]);
-        }
-        verifier
-            .finish()
-            .check(args.size)
-            .context("the first, untimed transfer")?;
-        // Not waiting for its close, which a lost packet can hold up while
-        // the timed transfer is already under way.
-    }
     let connection = endpoint.accept().await.context("the endpoint closed")?;
     let (_send, mut stream) = connection.accept_stream().await?;
     let mut verifier = Verifier::new(pattern);
@@ -107,34 +86,85 @@ pub(super) async fn receive(
     })
 }
 
+/// Where a sender's path comes from and goes to (careful resume).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Resume<'a> {
+    /// Write the path this transfer measured here.
+    pub(super) save_to: Option<&'a Path>,
+    /// Start from the path written here.
+    pub(super) saved: Option<&'a Path>,
+}
+
+/// A saved path as `--save-path` writes it: `{"rate": bytes per second,
+/// "min_rtt_us": microseconds}`, or `null` when the transfer measured no
+/// rate (too short for start-up to read one).
+fn saved_path_json(saved: Option<SavedPath>) -> serde_json::Value {
+    saved.map_or(serde_json::Value::Null, |saved| {
+        serde_json::json!({
+            "rate": saved.rate,
+            "min_rtt_us": u64::try_from(saved.min_rtt.as_micros()).unwrap_or(u64::MAX),
+        })
+    })
+}
+
+/// Reads what [`saved_path_json`] wrote.
+fn parse_saved_path(text: &str) -> anyhow::Result<Option<SavedPath>> {
+    let value: serde_json::Value = serde_json::from_str(text)?;
+    if value.is_null() {
+        return Ok(None);
+    }
+    let field = |name: &str| {
+        value
+            .get(name)
+            .and_then(serde_json::Value::as_u64)
+            .with_context(|| format!("no whole number \"{name}\""))
+    };
+    Ok(Some(SavedPath {
+        rate: field("rate")?,
+        min_rtt: Duration::from_micros(field("min_rtt_us")?),
+    }))
+}
+
+/// Reads the path `--save-path` wrote to `path`.
+fn read_saved_path(path: &Path) -> anyhow::Result<Option<SavedPath>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the saved path {}", path.display()))?;
+    parse_saved_path(&text).with_context(|| format!("{} is not a saved path", path.display()))
+}
+
 /// Sends the payload to `connect` and closes once the receiver has decoded
-/// all of it. With `resumed`, sends it once untimed first, and the timed
-/// transfer starts from the path that one saved.
+/// all of it, starting from a saved path and saving the one it measured
+/// as `resume` says.
 pub(super) async fn send(
     connect: SocketAddr,
     rate_hint: Option<u64>,
-    resumed: bool,
+    resume: Resume<'_>,
     args: &PayloadArgs,
     pattern: &Pattern,
 ) -> anyhow::Result<ClientReport> {
-    tokio::time::sleep(SERVER_AGE).await;
-    let saved = if resumed {
-        let (connection, _) = transfer(connect, rate_hint, None, None, args, pattern).await?;
-        let saved = connection.path_to_save();
-        if saved.is_none() {
-            // A transfer too short for start-up to measure a rate (a small
-            // payload over loopback) saves nothing: the timed one is then a
-            // first contact, and says so.
-            eprintln!("ltx-resumed: the first transfer measured no rate; the second starts without a saved path");
+    let saved = match resume.saved {
+        Some(path) => {
+            let saved = read_saved_path(path)?;
+            if saved.is_none() {
+                // A transfer too short for start-up to measure a rate (a
+                // small payload over loopback) saves nothing: this one is
+                // then a first contact, and says so.
+                eprintln!("ltx-resumed: the saved transfer measured no rate; this one starts without a saved path");
+            }
+            saved
         }
-        saved
-    } else {
-        None
+        None => None,
     };
+    tokio::time::sleep(SERVER_AGE).await;
     let start_ns = monotonic_ns()?;
     let qlog_dir = args.qlog_dir.clone();
     let (connection, _endpoint) =
         transfer(connect, rate_hint, saved, qlog_dir, args, pattern).await?;
+    if let Some(path) = resume.save_to {
+        let json = saved_path_json(connection.path_to_save()).to_string();
+        std::fs::write(path, json)
+            .with_context(|| format!("writing the saved path {}", path.display()))?;
+    }
     Ok(ClientReport {
         system: args.system.name().to_owned(),
         bytes: args.size,
@@ -182,4 +212,25 @@ async fn transfer(
     // A graceful close returns once the receiver has decoded everything.
     connection.close().await?;
     Ok((connection, endpoint))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_path_reads_back_as_it_was_written() {
+        let saved = SavedPath {
+            rate: 6_250_000,
+            min_rtt: Duration::from_micros(600_123),
+        };
+        let written = saved_path_json(Some(saved)).to_string();
+        let read = parse_saved_path(&written).expect("it parses");
+        assert_eq!(read, Some(saved));
+        assert!(parse_saved_path(&saved_path_json(None).to_string())
+            .expect("null parses")
+            .is_none());
+        assert!(parse_saved_path("{\"rate\": 5}").is_err());
+        assert!(parse_saved_path("not json").is_err());
+    }
 }

@@ -59,8 +59,7 @@ pub(crate) enum RustSystem {
     /// ltx told the path's rate (`--rate-hint`).
     LtxHint,
     /// ltx resuming a path an earlier connection measured: the sender
-    /// first moves the payload once to the same receiver, untimed, and
-    /// starts the timed transfer from the path that one saved.
+    /// starts from the path in `--saved-path`.
     LtxResumed,
     /// The kernel's TCP with Cubic.
     TcpCubic,
@@ -132,6 +131,13 @@ pub(crate) struct SendArgs {
     /// (the other Rust systems take no such hint).
     #[arg(long)]
     rate_hint: Option<u64>,
+    /// ltx: after the transfer, write the path it measured (rate and
+    /// minimum RTT, JSON) to this file, for `ltx-resumed` to start from.
+    #[arg(long)]
+    save_path: Option<PathBuf>,
+    /// `ltx-resumed`: the path to resume from, as `--save-path` wrote it.
+    #[arg(long, required_if_eq("system", "ltx-resumed"))]
+    saved_path: Option<PathBuf>,
     #[command(flatten)]
     payload: PayloadArgs,
 }
@@ -193,10 +199,9 @@ async fn receive(args: &RecvArgs) -> anyhow::Result<Received> {
     let payload = &args.payload;
     let pattern = Pattern::new(payload.seed);
     match payload.system {
-        RustSystem::Ltx | RustSystem::LtxHint => {
-            ltx::receive(args.listen, false, payload, &pattern).await
+        RustSystem::Ltx | RustSystem::LtxHint | RustSystem::LtxResumed => {
+            ltx::receive(args.listen, payload, &pattern).await
         }
-        RustSystem::LtxResumed => ltx::receive(args.listen, true, payload, &pattern).await,
         RustSystem::TcpCubic | RustSystem::TcpBbr => {
             tcp::receive(args.listen, payload, &pattern).await
         }
@@ -210,10 +215,13 @@ async fn send(args: &SendArgs) -> anyhow::Result<report::ClientReport> {
     let payload = &args.payload;
     let pattern = Pattern::new(payload.seed);
     match payload.system {
-        RustSystem::Ltx | RustSystem::LtxHint => {
-            ltx::send(args.connect, args.rate_hint, false, payload, &pattern).await
+        RustSystem::Ltx | RustSystem::LtxHint | RustSystem::LtxResumed => {
+            let resume = ltx::Resume {
+                save_to: args.save_path.as_deref(),
+                saved: args.saved_path.as_deref(),
+            };
+            ltx::send(args.connect, args.rate_hint, resume, payload, &pattern).await
         }
-        RustSystem::LtxResumed => ltx::send(args.connect, None, true, payload, &pattern).await,
         RustSystem::TcpCubic | RustSystem::TcpBbr => {
             tcp::send(args.connect, payload, &pattern).await
         }

@@ -30,8 +30,8 @@ pub(crate) enum System {
     Ltx,
     /// ltx told the link's rate (`--rate-hint`), as NORM at a fixed rate is.
     LtxHint,
-    /// ltx resuming the path an earlier connection of the same run saved
-    /// (careful resume), the earlier transfer untimed.
+    /// ltx resuming the path an earlier, untimed transfer over the same
+    /// cell saved (careful resume).
     LtxResumed,
     /// The kernel's TCP with Cubic.
     TcpCubic,
