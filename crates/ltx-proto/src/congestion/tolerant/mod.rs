@@ -99,6 +99,8 @@ pub struct Tolerant {
     /// but they share its one sample, and the queue is judged on enough
     /// samples ([`queue::MIN_QUEUE_SAMPLES`]), not on enough packets.
     sample_unseen: bool,
+    /// Bytes in flight after the last packet sent.
+    in_flight: u64,
 }
 
 impl Tolerant {
@@ -125,6 +127,7 @@ impl Tolerant {
             delivered: DeliveryRate::default(),
             room: RoomProbe::default(),
             sample_unseen: false,
+            in_flight: 0,
         }
     }
 
@@ -247,7 +250,8 @@ impl Tolerant {
 
 impl Controller for Tolerant {
     fn on_sent(&mut self, now: Instant, bytes: u64, in_flight: u64) {
-        let _ = (now, bytes, in_flight);
+        let _ = (now, bytes);
+        self.in_flight = in_flight;
         self.startup.burst_left = self.startup.burst_left.saturating_sub(1);
     }
 

@@ -299,7 +299,7 @@ impl Tolerant {
             }
         }
         if self.queueing(rtt) {
-            let own = self.own_burst_queue(rtt);
+            let own = self.own_burst_queue(rtt).max(self.own_excess_queue(rtt));
             let retreating = self.resume_unvalidated() || self.resume_retreated();
             self.exit_startup(now, rtt);
             if !retreating {
@@ -450,6 +450,17 @@ impl Tolerant {
         }
     }
 
+    /// How long the bytes this flow has in flight beyond the measured
+    /// bandwidth-delay product stand in the queue, at the measured rate.
+    pub(super) fn own_excess_queue(&self, rtt: &RttEstimator) -> Duration {
+        let (Some(rate), Some(bdp)) = (self.max_rate, self.bdp(rtt)) else {
+            return Duration::ZERO;
+        };
+        let excess = u128::from(self.in_flight.saturating_sub(bdp));
+        let nanos = excess * 1_000_000_000 / u128::from(rate.max(1));
+        Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+
     /// How long start-up's own burst stands in the queue.
     pub(super) fn own_burst_queue(&self, rtt: &RttEstimator) -> Duration {
         let Some((datagrams, rate)) = self.own_burst(rtt) else {
@@ -566,7 +577,8 @@ impl Tolerant {
 
     /// After start-up ends on a queue: scales the window by `RTTmin / RTT`,
     /// RTT the smallest of the samples that showed the queue less `own`,
-    /// the queue start-up's own burst keeps. Flows that start together
+    /// the queue start-up's own burst, or its bytes in flight beyond the
+    /// product the window is set to, keeps. Flows that start together
     /// measure the bottleneck at different moments and their rates add up
     /// to more than it has; scaled so, together they keep in flight what the
     /// path holds, and the queue empties (`docs/design/start-up.md`).

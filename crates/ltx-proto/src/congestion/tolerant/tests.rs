@@ -494,3 +494,48 @@ fn an_acknowledgement_of_many_packets_is_one_sample_of_the_queue() {
     }
     assert_eq!(cc.window(), 100 * 1200 * 100 / 150);
 }
+
+/// The window a start-up that measured 6.25 MB/s over a 600 ms minimum
+/// (a bandwidth-delay product of 3.75 MB) leaves when its RTT samples show
+/// 200 ms of queue, with `in_flight` bytes of its own in flight.
+fn window_after_exit_on_a_queue(in_flight: u64) -> u64 {
+    let start = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    let rate = 6_250_000;
+    cc.max_rate = Some(rate);
+    cc.startup.settled_rate = Some(rate);
+    cc.startup.measured = true;
+    cc.startup.round_start = Some(start);
+    cc.window = in_flight;
+    let rtt = rtt_of(600, 800);
+    cc.on_sent(start, 1200, in_flight);
+    for i in 0..startup::QUEUE_SAMPLES as u64 {
+        let at = start + Duration::from_millis(700 + i);
+        cc.on_rtt_sample(at, &rtt);
+        cc.on_ack(at, at - rtt.latest(), 1200, false, &rtt);
+        if !cc.in_startup() {
+            break;
+        }
+    }
+    assert!(!cc.in_startup(), "the queue ends start-up");
+    cc.window()
+}
+
+#[test]
+fn a_queue_of_the_flows_own_excess_is_not_drained_twice() {
+    // Leaving start-up on a queue sets the window to the measured
+    // product, and drains what queue that leaves by RTTmin / RTT: flows
+    // that start together each measure the whole rate, and their products
+    // add up to more than the path. A queue that this flow's own bytes
+    // beyond the product explain (200 ms at 6.25 MB/s: 1.25 MB) is gone
+    // with them: the window stays at the product. Without such bytes the
+    // same queue is another flow's, and the window is drained by 600/800.
+    let bdp = 3_750_000;
+    let own = window_after_exit_on_a_queue(bdp + 1_250_000);
+    assert!((own as f64 / bdp as f64 - 1.0).abs() < 0.01, "window {own}");
+    let others = window_after_exit_on_a_queue(bdp);
+    assert!(
+        (others as f64 / bdp as f64 - 0.75).abs() < 0.01,
+        "window {others}"
+    );
+}
