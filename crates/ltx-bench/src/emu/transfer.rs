@@ -13,7 +13,9 @@ use anyhow::Context;
 use ltx_emu::{CommandOutcome, Emulator, EmulatorConfig, PathStats, ServerWait, SERVER_ADDR};
 
 use super::super::peer::report::{ClientReport, Outcome, ServerReport};
-use super::super::peer::systems::{commands, trace_into, CommandLine, Prepared, System, Transfer};
+use super::super::peer::systems::{
+    commands, resumed_commands, trace_into, CommandLine, Prepared, System, Transfer,
+};
 use super::cells::Cell;
 
 /// The server's port. Every transfer has namespaces of its own, so the
@@ -108,13 +110,8 @@ pub(crate) fn run_once(
     if prepared.system == System::LtxResumed {
         let saved = scratch.file("saved-path.json");
         let _ = std::fs::remove_file(&saved);
-        let first = Prepared {
-            system: System::Ltx,
-            program: prepared.program.clone(),
-        };
-        let (first_server, mut first_client) = commands(&first, &transfer);
-        first_client.args.push("--save-path".to_owned());
-        first_client.args.push(saved.display().to_string());
+        let [(first_server, first_client), timed] =
+            resumed_commands(prepared, &transfer, &transfer, &saved);
         let measured = run_lines(
             cell,
             seed,
@@ -136,8 +133,7 @@ pub(crate) fn run_once(
                 ..measured
             });
         }
-        client_line.args.push("--saved-path".to_owned());
-        client_line.args.push(saved.display().to_string());
+        (server_line, client_line) = timed;
     }
     if let Some(dir) = qlog {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

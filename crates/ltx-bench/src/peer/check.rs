@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::super::payload::Pattern;
 use super::report::{ClientReport, Outcome, ServerReport};
 use super::systems::{
-    commands, prepare, CommandLine, Missing, Prepared, System, Toolbox, Transfer,
+    commands, prepare, resumed_commands, CommandLine, Missing, Prepared, System, Toolbox, Transfer,
 };
 
 /// The server's address: a loopback address other than the client's, so
@@ -182,27 +182,16 @@ fn transfer_resumed(
         "ltx-bench-check-saved-path-{}.json",
         std::process::id()
     ));
-    let first = Prepared {
-        system: System::Ltx,
-        program: prepared.program.clone(),
+    let second = Transfer {
+        server: SocketAddr::from((SERVER_IP, free_port()?)),
+        ..transfer.clone()
     };
-    let (server_line, mut client_line) = commands(&first, transfer);
-    client_line.args.push("--save-path".to_owned());
-    client_line.args.push(saved.display().to_string());
-    let first_outcome = transfer_once((server_line, client_line), limit)
-        .context("the first transfer, which saves the path");
-    let second = first_outcome.and_then(|_| {
-        let transfer = Transfer {
-            server: SocketAddr::from((SERVER_IP, free_port()?)),
-            ..transfer.clone()
-        };
-        let (server_line, mut client_line) = commands(prepared, &transfer);
-        client_line.args.push("--saved-path".to_owned());
-        client_line.args.push(saved.display().to_string());
-        transfer_once((server_line, client_line), limit)
-    });
+    let [first, timed] = resumed_commands(prepared, transfer, &second, &saved);
+    let outcome = transfer_once(first, limit)
+        .context("the first transfer, which saves the path")
+        .and_then(|_| transfer_once(timed, limit));
     let _ = std::fs::remove_file(&saved);
-    second
+    outcome
 }
 
 /// Runs the server, then the client, and waits for both within `limit`.

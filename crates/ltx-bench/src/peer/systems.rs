@@ -385,6 +385,29 @@ pub(crate) fn commands(prepared: &Prepared, transfer: &Transfer) -> (CommandLine
     (line(recv), line(send))
 }
 
+/// `ltx-resumed`'s two transfers: `first`, as `ltx`, whose sender writes
+/// the path it measured to `saved`; then `timed`, whose sender starts from
+/// it. Each pair is the server's and the client's command line.
+pub(crate) fn resumed_commands(
+    prepared: &Prepared,
+    first: &Transfer,
+    timed: &Transfer,
+    saved: &Path,
+) -> [(CommandLine, CommandLine); 2] {
+    let saving = Prepared {
+        system: System::Ltx,
+        program: prepared.program.clone(),
+    };
+    let saved = saved.display().to_string();
+    let (first_server, mut first_client) = commands(&saving, first);
+    first_client
+        .args
+        .extend(["--save-path".to_owned(), saved.clone()]);
+    let (server, mut client) = commands(prepared, timed);
+    client.args.extend(["--saved-path".to_owned(), saved]);
+    [(first_server, first_client), (server, client)]
+}
+
 /// Has ltx's two ends write a qlog trace of the timed transfer into `dir`
 /// (`--qlog-dir`); the other systems write none, and are left as they are.
 pub(crate) fn trace_into(system: System, dir: &Path, lines: [&mut CommandLine; 2]) {
