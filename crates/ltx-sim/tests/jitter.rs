@@ -161,9 +161,12 @@ fn jitter_hides_no_room_from_the_window_on_short_paths() {
     // The delay jitter adds reads as a queue: the window, cut by
     // RTTmin / RTT and grown a datagram per round trip, stayed short of
     // the path, up to 1.79 times the clean path's time. The probe for
-    // room steps it up where the delay does not follow it.
-    let over = costs_over(&SHORT, 1.3);
-    assert!(over.is_empty(), "over 1.3 times:\n{}", over.join("\n"));
+    // room steps it up where the delay does not follow it. Where start-up
+    // read the rate low through the jitter, the window filled that rate
+    // and the probe found nothing short of it (1.27); steps beyond it
+    // deliver more than it, which raises it.
+    let over = costs_over(&SHORT, 1.15);
+    assert!(over.is_empty(), "over 1.15 times:\n{}", over.join("\n"));
 }
 
 #[test]
@@ -189,8 +192,8 @@ fn a_resumed_jump_is_judged_by_a_train_longer_than_the_jitter() {
 }
 
 #[test]
-#[ignore = "fails: jitter of a tenth of the round trip costs 0.97-1.27x on the 20 and 40 ms \
-            paths and 1.33-1.77x on the 600 ms path (10 MB, 0-10 % loss, seeds 1-3): a \
+#[ignore = "fails: jitter of a tenth of the round trip costs 0.98-1.13x on the 20 and 40 ms \
+            paths and 1.28-1.77x on the 600 ms path (10 MB, 0-10 % loss, seeds 1-3): a \
             flight held in clumps shows no rate start-up can jump to, so on the long path it \
             grows the window by round trips until a queue shows"]
 fn jitter_of_a_tenth_of_the_round_trip_costs_at_most_five_percent() {

@@ -235,7 +235,7 @@ impl Tolerant {
         if self.drain_standing_queue(now, rtt) {
             return;
         }
-        self.probe_for_room(now, rtt);
+        self.probe_for_room(now, bytes, rtt);
         self.acked_towards_increase = self.acked_towards_increase.saturating_add(bytes);
         let increments = self.acked_towards_increase / self.window;
         self.acked_towards_increase %= self.window;

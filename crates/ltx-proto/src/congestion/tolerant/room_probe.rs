@@ -11,6 +11,13 @@
 //! trip does not rise with it: a queue the flow built grows by the bytes
 //! added over the rate; jitter does not.
 //!
+//! Start-up reads the rate from ACKs the jitter clumps, and may read it
+//! low. Where the window already fills the measured rate and the round
+//! trip stands above RTTmin as the jitter makes it, the probe steps an
+//! eighth beyond it, judged the same way; and a step's rounds that
+//! deliver more than the measured rate raise it: the next probe then
+//! fills the higher rate.
+//!
 //! It runs only where the delay jitters: where the RTT sample changes by
 //! more than a datagram's time at the measured rate on average from one
 //! acknowledged packet to the next (packets one ACK names share its
@@ -22,10 +29,21 @@
 use std::time::{Duration, Instant};
 
 use super::Tolerant;
-use crate::rtt::RttEstimator;
+use crate::rtt::{RttEstimator, MIN_QUEUE_MARGIN};
 
 /// The largest step of one probe, as a fraction of the window.
 const STEP: f64 = 0.25;
+
+/// The step of a probe beyond what the measured rate fills, as a fraction
+/// of the window: small, since it builds a queue wherever the rate was
+/// read right.
+const BEYOND_STEP: f64 = 0.125;
+
+/// How far above RTTmin the standing round trip must stand, as a fraction
+/// of RTTmin, for a probe to step beyond what the measured rate fills: the
+/// rise that jitter shows a dense flow. Without it, a step beyond adds a
+/// queue that random loss then cuts the window for.
+const BEYOND_ABOVE_MIN: f64 = 0.02;
 
 /// A window this close to what the measured rate fills over the round
 /// trip seen is not probed: the room is too small to tell from noise.
@@ -83,6 +101,28 @@ struct Step {
     before: Duration,
     /// When the step is judged.
     judge_at: Instant,
+    /// From when acknowledged bytes count towards the rate the step
+    /// delivers: a round trip after it, when the larger flight's ACKs
+    /// come back.
+    count_from: Instant,
+    /// Bytes acknowledged since `count_from`.
+    acked: u64,
+}
+
+impl Step {
+    /// Counts bytes acknowledged at `now`.
+    fn on_acked(&mut self, now: Instant, bytes: u64) {
+        if now >= self.count_from {
+            self.acked = self.acked.saturating_add(bytes);
+        }
+    }
+
+    /// The rate, bytes per second, the step's rounds delivered by `now`.
+    fn delivered(&self, now: Instant) -> Option<u64> {
+        let span = now.saturating_duration_since(self.count_from);
+        // `as` saturates.
+        (!span.is_zero()).then(|| (self.acked as f64 / span.as_secs_f64()) as u64)
+    }
 }
 
 impl RoomProbe {
@@ -125,12 +165,14 @@ impl RoomProbe {
 }
 
 impl Tolerant {
-    /// An acknowledgement after start-up with data waiting: judges the
-    /// probe under way, or starts one where the window is short of what
-    /// the measured rate fills over the standing round trip.
-    pub(super) fn probe_for_room(&mut self, now: Instant, rtt: &RttEstimator) {
+    /// An acknowledgement of `bytes` after start-up with data waiting:
+    /// judges the probe under way, or starts one.
+    pub(super) fn probe_for_room(&mut self, now: Instant, bytes: u64, rtt: &RttEstimator) {
         if !self.config.room_probe {
             return;
+        }
+        if let Some(step) = &mut self.room.pending {
+            step.on_acked(now, bytes);
         }
         let (Some(rate), Some(standing)) = (self.max_rate, self.standing.min()) else {
             return;
@@ -144,14 +186,23 @@ impl Tolerant {
                 return;
             }
             self.room.pending = None;
+            // What the path delivered through the step is its rate at
+            // least, whatever the delay did.
+            if let Some(delivered) = step.delivered(now).filter(|&d| d > rate) {
+                self.max_rate = Some(delivered);
+            }
             let queue_of_its_own = step.added as f64 / rate.max(1) as f64;
             let rise = standing.saturating_sub(step.before).as_secs_f64();
             if rise >= FOLLOWS * queue_of_its_own {
-                // The delay followed the window: the path is full.
+                // The delay followed the window: the path is full. The
+                // queue the step built drains from here on: losses of the
+                // packets sent into it are the step's, answered by undoing
+                // it, and the standing queue measures anew.
                 self.window = self
                     .window
                     .saturating_sub(step.added)
                     .max(self.min_window());
+                self.set_loss_epoch(now, rtt);
                 self.room.wait_rounds = self
                     .room
                     .wait_rounds
@@ -170,17 +221,35 @@ impl Tolerant {
         }
         let fills = rate as f64 * standing.as_secs_f64();
         let window = self.window as f64;
-        if fills <= window * ROOM_MARGIN {
+        // `as` saturates; the step is at most a quarter of the window.
+        let added = if fills > window * ROOM_MARGIN {
+            (fills - window).min(window * STEP) as u64
+        } else if window <= fills * (1.0 + STEP) && self.delay_hides_rate(standing, rtt) {
+            (window * BEYOND_STEP) as u64
+        } else {
+            // No sign that the jitter hid the rate: the round trip stands
+            // at RTTmin, or the window is already well past what the rate
+            // fills (the path's queue too short to show a delay, or the
+            // rate read high).
             self.room.next = Some(now + srtt);
             return;
-        }
-        // `as` saturates; the step is at most a quarter of the window.
-        let added = ((fills - window).min(window * STEP)) as u64;
+        };
         self.window = self.window.saturating_add(added);
         self.room.pending = Some(Step {
             added,
             before: standing,
             judge_at: now + srtt * JUDGE_ROUNDS,
+            count_from: now + srtt,
+            acked: 0,
         });
+    }
+
+    /// Whether the standing round trip stands above RTTmin by more than
+    /// [`BEYOND_ABOVE_MIN`] of it (and the host's scheduling margin), as
+    /// the jitter that can hide the path's rate makes it stand.
+    fn delay_hides_rate(&self, standing: Duration, rtt: &RttEstimator) -> bool {
+        let min = rtt.min();
+        let above = min.mul_f64(BEYOND_ABOVE_MIN).max(MIN_QUEUE_MARGIN);
+        standing > min + above
     }
 }

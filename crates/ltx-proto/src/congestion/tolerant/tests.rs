@@ -374,6 +374,64 @@ fn a_smooth_delay_is_not_probed() {
     assert!(window < 900_000 + 10 * 1200, "window {window}");
 }
 
+/// The controller after `seconds` after start-up that read `read_rate`
+/// (bytes per second) and sized its window from it over RTTmin (100 ms),
+/// on a path of `path_rate` whose jitter holds a dense flow's packets
+/// `held` and 0 or 4 ms more by the millisecond: an ACK a millisecond, of
+/// what the window sends over its RTT, whose sample adds the queue the
+/// window builds beyond the path's product.
+fn controller_after_probing(read_rate: u64, path_rate: u64, held: Duration) -> Tolerant {
+    let start = Instant::now();
+    let base = Duration::from_millis(100);
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    cc.in_startup = false;
+    cc.max_rate = Some(read_rate);
+    cc.window = read_rate / 10;
+    let mut rtt = RttEstimator::new(base);
+    rtt.update(Duration::ZERO, base);
+    for ms in 1..=3000 {
+        let path_bdp = path_rate / 10;
+        let queue = cc.window().saturating_sub(path_bdp) as f64 / path_rate as f64;
+        let sample = held + jittered(ms) + Duration::from_secs_f64(queue);
+        rtt.update(Duration::ZERO, sample);
+        let now = start + Duration::from_millis(ms);
+        let sends = (cc.window() as f64 / sample.as_secs_f64()).min(path_rate as f64);
+        cc.on_rtt_sample(now, &rtt);
+        // `as` saturates; a millisecond of the flow's rate.
+        cc.on_ack(now, now - sample, (sends / 1000.0) as u64, false, &rtt);
+    }
+    cc
+}
+
+#[test]
+fn a_rate_read_low_is_raised_by_what_a_step_beyond_it_delivers() {
+    // Start-up read 8 MB/s of a 10 MB/s path through the jitter, and the
+    // window fills that rate: nothing short of it to probe. Steps beyond
+    // it deliver more than 8 MB/s, the rate is raised, and the window
+    // grows to the path's 1 MB. Where the path's rate is the one read, a
+    // step beyond it builds a queue of its own and is undone: the window
+    // grows by additive increase alone. Where the round trip stands at
+    // RTTmin, nothing hid the rate, and no step goes beyond it.
+    let held = Duration::from_millis(3);
+    let read_low = controller_after_probing(8_000_000, 10_000_000, held);
+    let raised = read_low.max_delivery_rate().unwrap_or(0);
+    assert!(raised >= 9_500_000, "rate {raised}");
+    assert!(read_low.window() >= 950_000, "window {}", read_low.window());
+    let read_right = controller_after_probing(8_000_000, 8_000_000, held);
+    assert!(
+        read_right.window() < 800_000 + 40 * 1200,
+        "window {}",
+        read_right.window()
+    );
+    let at_min = controller_after_probing(8_000_000, 10_000_000, Duration::ZERO);
+    assert_eq!(at_min.max_delivery_rate(), Some(8_000_000));
+    assert!(
+        at_min.window() < 800_000 + 40 * 1200,
+        "window {}",
+        at_min.window()
+    );
+}
+
 /// An estimator whose minimum is `min` and whose smoothed RTT settles at
 /// `smoothed`.
 fn rtt_between(min: Duration, smoothed: Duration) -> RttEstimator {
