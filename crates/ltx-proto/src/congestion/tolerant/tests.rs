@@ -374,7 +374,7 @@ fn a_smooth_delay_is_not_probed() {
     assert!(window < 900_000 + 10 * 1200, "window {window}");
 }
 
-/// The controller after `seconds` after start-up that read `read_rate`
+/// The controller 3 s after a start-up that read `read_rate`
 /// (bytes per second) and sized its window from it over RTTmin (100 ms),
 /// on a path of `path_rate` whose jitter holds a dense flow's packets
 /// `held` and 0 or 4 ms more by the millisecond: an ACK a millisecond, of
