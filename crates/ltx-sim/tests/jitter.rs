@@ -157,6 +157,23 @@ fn a_rate_the_path_did_not_show_is_not_taken_for_its_limit() {
 }
 
 #[test]
+fn a_handshake_reading_of_the_jitter_does_not_pace_the_first_flight() {
+    // The copies of the first Initial come back in clumps spaced by the
+    // jitter: read as the bottleneck, the gap between two answers paced the
+    // first flight at a tenth of the path's rate for two round trips, 1.13
+    // times the clean path's time on both paths. A gap is read only where
+    // the answers around it agree, as a bottleneck spaces them.
+    for path in SHORT {
+        let cost = cost(path, 0.0, 1.0, 1);
+        assert!(
+            cost <= 1.08,
+            "{} ms: {cost:.3} times the clean path's time",
+            path.rtt.as_millis()
+        );
+    }
+}
+
+#[test]
 fn jitter_hides_no_room_from_the_window_on_short_paths() {
     // The delay jitter adds reads as a queue: the window, cut by
     // RTTmin / RTT and grown a datagram per round trip, stayed short of
@@ -164,9 +181,10 @@ fn jitter_hides_no_room_from_the_window_on_short_paths() {
     // room steps it up where the delay does not follow it. Where start-up
     // read the rate low through the jitter, the window filled that rate
     // and the probe found nothing short of it (1.27); steps beyond it
-    // deliver more than it, which raises it.
-    let over = costs_over(&SHORT, 1.15);
-    assert!(over.is_empty(), "over 1.15 times:\n{}", over.join("\n"));
+    // deliver more than it, which raises it. A handshake reading of the
+    // jitter no longer paces the first flight (1.13 before).
+    let over = costs_over(&SHORT, 1.1);
+    assert!(over.is_empty(), "over 1.1 times:\n{}", over.join("\n"));
 }
 
 #[test]
@@ -192,7 +210,7 @@ fn a_resumed_jump_is_judged_by_a_train_longer_than_the_jitter() {
 }
 
 #[test]
-#[ignore = "fails: jitter of a tenth of the round trip costs 0.98-1.13x on the 20 and 40 ms \
+#[ignore = "fails: jitter of a tenth of the round trip costs 0.98-1.08x on the 20 and 40 ms \
             paths and 1.28-1.77x on the 600 ms path (10 MB, 0-10 % loss, seeds 1-3): a \
             flight held in clumps shows no rate start-up can jump to, so on the long path it \
             grows the window by round trips until a queue shows"]

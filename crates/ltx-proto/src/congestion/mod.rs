@@ -99,6 +99,13 @@ pub trait Controller: Send + std::fmt::Debug {
         let _ = (now, rate, rtt);
     }
 
+    /// The rate given to [`Controller::on_handshake_spacing`] is withdrawn:
+    /// the next answer came at a spacing far from it, as a path's jitter
+    /// spaces answers and a bottleneck does not.
+    fn on_handshake_spacing_withdrawn(&mut self, now: Instant) {
+        let _ = now;
+    }
+
     /// A known bottleneck rate, bytes per second, given right after the
     /// controller is built (only if its factory
     /// [`reads_rate_hint`](ControllerFactory::reads_rate_hint)).

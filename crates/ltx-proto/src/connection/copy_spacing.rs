@@ -12,6 +12,16 @@
 //! lost on the way counts as a slot (its neighbours' answers are two slots
 //! apart). Spacings below [`MIN_SPACING`] say only that the path is fast:
 //! real endpoints read datagrams in batches and answer them together.
+//!
+//! A path whose delay jitters holds packets behind a delayed one: it
+//! clumps copies and answers, and spaces the clumps by the jitter, not the
+//! bottleneck. A first flight paced at such a reading would crawl. A
+//! bottleneck spaces every copy alike, so a gap is read only where the
+//! answers around it can agree: not after a first answer that already names
+//! two copies (they came together), nor where no copy is left to be
+//! answered after it. The gap is read at once, so that the first data
+//! waits no longer than the second answer, and the answer after it checks
+//! it and may withdraw it.
 
 use std::time::{Duration, Instant};
 
@@ -31,6 +41,11 @@ const MAX_HOLD: Duration = Duration::from_millis(10);
 /// repair, and the wait must cost less.
 const HOLD_PER_RTT: u32 = 4;
 
+/// How far apart, as a ratio, the spacing per copy of the first gap and
+/// of the next may be for the reading to stand: batching moves an answer
+/// by a few hundred microseconds, a jittering delay by milliseconds.
+const AGREEMENT: f64 = 1.5;
+
 /// What the answers to the copies said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Reading {
@@ -41,6 +56,9 @@ pub(super) enum Reading {
     /// No rate: the answers came too close together to read one, or too
     /// late, or not at all. The first data goes.
     None,
+    /// The rate read is withdrawn: the next answer came at a spacing far
+    /// from it, which jitter gives, not a bottleneck.
+    Withdrawn,
 }
 
 /// The copies of the client's first Initial flight and their answers.
@@ -55,6 +73,12 @@ pub(super) struct CopySpacing {
     sent: Instant,
     /// The newest copy answered so far, and when.
     answered: Option<(u64, Instant)>,
+    /// Whether the first answer named more than the first copy: the
+    /// copies it names came at no spacing.
+    clumped: bool,
+    /// The spacing per copy that the rate was read from, while the next
+    /// answer may still check it.
+    read_spacing: Option<Duration>,
     /// Until when the first data waits for the reading.
     hold_until: Option<Instant>,
     reading: Reading,
@@ -69,6 +93,8 @@ impl CopySpacing {
             copy_bytes: bytes,
             sent: now,
             answered: None,
+            clumped: false,
+            read_spacing: None,
             hold_until: None,
             reading: Reading::Pending,
         }
@@ -101,22 +127,33 @@ impl CopySpacing {
     /// An acknowledgement whose largest packet number is `largest` arrived
     /// at `now`. Returns the reading, once concluded.
     pub(super) fn on_ack(&mut self, largest: u64, now: Instant) -> Reading {
+        let last = self.first_number.saturating_add(self.copies - 1);
+        if self.read_spacing.is_some() {
+            return self.check(largest, now, last);
+        }
         if self.reading != Reading::Pending {
             return self.reading;
         }
-        let last = self.first_number.saturating_add(self.copies - 1);
         if largest < self.first_number || largest > last {
             return self.reading;
         }
         match self.answered {
-            None => self.answered = Some((largest, now)),
+            None => {
+                self.answered = Some((largest, now));
+                self.clumped = largest > self.first_number;
+            }
             Some((number, at)) if largest > number => {
                 let spacing = now.saturating_duration_since(at);
-                self.reading = if spacing < MIN_SPACING {
+                // A gap is read only where an answer is still to come that
+                // can check it.
+                self.reading = if spacing < MIN_SPACING || self.clumped || largest >= last {
                     Reading::None
                 } else {
-                    let bytes = u128::from(self.copy_bytes) * u128::from(largest - number);
+                    let slots = largest - number;
+                    let bytes = u128::from(self.copy_bytes) * u128::from(slots);
                     let rate = bytes * 1_000_000_000 / spacing.as_nanos().max(1);
+                    self.answered = Some((largest, now));
+                    self.read_spacing = Some(spacing / u32::try_from(slots).unwrap_or(u32::MAX));
                     Reading::Rate(u64::try_from(rate).unwrap_or(u64::MAX))
                 };
                 return self.reading;
@@ -128,6 +165,36 @@ impl CopySpacing {
             self.reading = Reading::None;
         }
         self.reading
+    }
+
+    /// The answer after the one the rate was read at, acknowledging
+    /// packets up to `largest` at `now`: [`Reading::Withdrawn`] if its
+    /// spacing per copy is not within [`AGREEMENT`] of the reading's. An
+    /// acknowledgement of a later packet ends the check.
+    fn check(&mut self, largest: u64, now: Instant, last: u64) -> Reading {
+        let (Some(read), Some((number, at))) = (self.read_spacing, self.answered) else {
+            return self.reading;
+        };
+        if largest <= number {
+            return self.reading;
+        }
+        self.read_spacing = None;
+        if largest > last {
+            return self.reading;
+        }
+        let slots = u32::try_from(largest - number).unwrap_or(u32::MAX);
+        let spacing = now.saturating_duration_since(at) / slots;
+        let (short, long) = (spacing.min(read), spacing.max(read));
+        if long.as_secs_f64() > short.as_secs_f64() * AGREEMENT {
+            self.reading = Reading::Withdrawn;
+        }
+        self.reading
+    }
+
+    /// Whether a reading was given that a later answer may still
+    /// withdraw.
+    pub(super) fn is_checking(&self) -> bool {
+        self.read_spacing.is_some()
     }
 
     /// Until when the first data still waits, seen at `now`; past the
@@ -190,14 +257,81 @@ mod tests {
         let second = first + Duration::from_micros(960);
         assert_eq!(spacing.on_ack(1, second), Reading::Rate(1_250_000));
         assert_eq!(spacing.hold(second), None);
+        // The next answer, a slot later give or take a host's batching,
+        // bears it out.
+        assert!(spacing.is_checking());
+        let third = second + Duration::from_micros(1100);
+        assert_eq!(spacing.on_ack(2, third), Reading::Rate(1_250_000));
+        assert!(!spacing.is_checking());
     }
 
     #[test]
     fn a_lost_copy_counts_as_a_slot() {
-        let (mut spacing, first) = first_answered(Duration::from_millis(26));
-        // Copy 1 lost: copy 2's answer comes two slots later.
+        let start = Instant::now();
+        let mut spacing = flight(start);
+        assert!(spacing.on_copy(3, COPY, start));
+        let first = start + Duration::from_millis(26);
+        spacing.on_established(first, Duration::from_millis(26));
+        assert_eq!(spacing.on_ack(0, first), Reading::Pending);
+        // Copy 1 lost: copy 2's answer comes two slots later, copy 3's one
+        // slot after it.
         let third = first + Duration::from_micros(1920);
         assert_eq!(spacing.on_ack(2, third), Reading::Rate(1_250_000));
+        let fourth = third + Duration::from_micros(960);
+        assert_eq!(spacing.on_ack(3, fourth), Reading::Rate(1_250_000));
+    }
+
+    #[test]
+    fn a_gap_no_answer_can_check_is_not_read() {
+        let (mut spacing, first) = first_answered(Duration::from_millis(26));
+        // Copy 1 lost: copy 2's is the last answer to come.
+        let third = first + Duration::from_micros(1920);
+        assert_eq!(spacing.on_ack(2, third), Reading::None);
+        assert_eq!(spacing.hold(third), None);
+    }
+
+    #[test]
+    fn answers_spaced_by_jitter_withdraw_the_reading() {
+        // A delay that jitters held the answer to copy 1 for 2 ms, and the
+        // answer to copy 2 came right behind it.
+        let (mut spacing, first) = first_answered(Duration::from_millis(40));
+        let second = first + Duration::from_millis(2);
+        assert_eq!(spacing.on_ack(1, second), Reading::Rate(600_000));
+        let third = second + Duration::from_micros(200);
+        assert_eq!(spacing.on_ack(2, third), Reading::Withdrawn);
+        assert!(!spacing.is_checking());
+        // So does a gap far longer than the one read.
+        let (mut spacing, first) = first_answered(Duration::from_millis(40));
+        let second = first + Duration::from_millis(1);
+        assert_eq!(spacing.on_ack(1, second), Reading::Rate(1_200_000));
+        assert_eq!(
+            spacing.on_ack(2, second + Duration::from_millis(3)),
+            Reading::Withdrawn
+        );
+    }
+
+    #[test]
+    fn a_gap_after_copies_answered_together_is_not_read() {
+        let start = Instant::now();
+        let mut spacing = flight(start);
+        let first = start + Duration::from_millis(40);
+        spacing.on_established(first, Duration::from_millis(40));
+        // Copies 0 and 1 came together, copy 2 2 ms later: a bottleneck
+        // would have spaced them alike, a jittering delay clumps them.
+        assert_eq!(spacing.on_ack(1, first), Reading::Pending);
+        let third = first + Duration::from_millis(2);
+        assert_eq!(spacing.on_ack(2, third), Reading::None);
+    }
+
+    #[test]
+    fn an_acknowledgement_of_later_packets_ends_the_check() {
+        let (mut spacing, first) = first_answered(Duration::from_millis(26));
+        let second = first + Duration::from_micros(960);
+        assert_eq!(spacing.on_ack(1, second), Reading::Rate(1_250_000));
+        // Copy 2 lost; the first data's acknowledgement comes instead.
+        let later = second + Duration::from_millis(26);
+        assert_eq!(spacing.on_ack(9, later), Reading::Rate(1_250_000));
+        assert!(!spacing.is_checking());
     }
 
     #[test]

@@ -258,13 +258,22 @@ impl Connection {
         let Some(spacing) = self.handshake.copy_spacing.as_mut() else {
             return;
         };
+        let checking = spacing.is_checking();
         match spacing.on_ack(largest, now) {
             Reading::Pending => {}
             Reading::Rate(rate) => {
+                if !spacing.is_checking() {
+                    self.handshake.copy_spacing = None;
+                }
+                if !checking {
+                    self.recovery
+                        .controller
+                        .on_handshake_spacing(now, rate, &self.recovery.rtt);
+                }
+            }
+            Reading::Withdrawn => {
                 self.handshake.copy_spacing = None;
-                self.recovery
-                    .controller
-                    .on_handshake_spacing(now, rate, &self.recovery.rtt);
+                self.recovery.controller.on_handshake_spacing_withdrawn(now);
             }
             Reading::None => self.handshake.copy_spacing = None,
         }
@@ -274,7 +283,7 @@ impl Connection {
     pub(super) fn first_data_hold(&mut self, now: Instant) -> Option<Instant> {
         let spacing = self.handshake.copy_spacing.as_mut()?;
         let hold = spacing.hold(now);
-        if spacing.is_concluded() {
+        if spacing.is_concluded() && !spacing.is_checking() {
             self.handshake.copy_spacing = None;
         }
         hold

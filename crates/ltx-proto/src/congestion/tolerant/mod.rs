@@ -458,6 +458,11 @@ impl Controller for Tolerant {
         }
     }
 
+    fn on_handshake_spacing_withdrawn(&mut self, now: Instant) {
+        let _ = now;
+        self.startup.first_flight_rate = None;
+    }
+
     fn pacing_burst(&self, rtt: &RttEstimator) -> Option<u64> {
         // Only where the path holds fewer than two full bursts: elsewhere
         // the pacer's own bucket bounds it.

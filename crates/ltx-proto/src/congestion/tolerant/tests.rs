@@ -90,6 +90,10 @@ fn the_first_flight_is_paced_where_the_handshake_reads_a_small_path() {
             burst.map(|d| d * 1200),
             "rate {rate}"
         );
+        // A reading the next answer withdraws paces nothing.
+        cc.on_handshake_spacing_withdrawn(start);
+        assert_eq!(cc.pacing_rate(&rtt), Some(u64::MAX), "rate {rate}");
+        assert_eq!(cc.pacing_burst(&rtt), None, "rate {rate}");
     }
 }
 
