@@ -232,26 +232,30 @@ mod tests {
         spacing
     }
 
+    /// A flight of `copies` copies whose handshake completed after `rtt`,
+    /// and when: the first data waits for the reading.
+    fn established(copies: u64, rtt: Duration) -> (CopySpacing, Instant) {
+        let start = Instant::now();
+        let mut spacing = CopySpacing::new(0, COPY, start);
+        for number in 1..copies {
+            assert!(spacing.on_copy(number, COPY, start));
+        }
+        let first = start + rtt;
+        assert!(spacing.on_established(first, rtt).is_some());
+        (spacing, first)
+    }
+
     /// A flight of three copies whose first answer, to copy 0, came after
     /// `rtt`: the reading waits for the next.
     fn first_answered(rtt: Duration) -> (CopySpacing, Instant) {
-        let start = Instant::now();
-        let mut spacing = flight(start);
-        let first = start + rtt;
-        assert!(spacing.on_established(first, rtt).is_some());
+        let (mut spacing, first) = established(3, rtt);
         assert_eq!(spacing.on_ack(0, first), Reading::Pending);
         (spacing, first)
     }
 
     #[test]
     fn answers_a_slot_apart_read_the_bottleneck() {
-        let start = Instant::now();
-        let mut spacing = flight(start);
-        let first = start + Duration::from_millis(26);
-        assert!(spacing
-            .on_established(first, Duration::from_millis(26))
-            .is_some());
-        assert_eq!(spacing.on_ack(0, first), Reading::Pending);
+        let (mut spacing, first) = first_answered(Duration::from_millis(26));
         assert!(spacing.hold(first + Duration::from_micros(500)).is_some());
         // 1200 bytes in 960 µs: 10 Mbit/s.
         let second = first + Duration::from_micros(960);
@@ -267,11 +271,7 @@ mod tests {
 
     #[test]
     fn a_lost_copy_counts_as_a_slot() {
-        let start = Instant::now();
-        let mut spacing = flight(start);
-        assert!(spacing.on_copy(3, COPY, start));
-        let first = start + Duration::from_millis(26);
-        spacing.on_established(first, Duration::from_millis(26));
+        let (mut spacing, first) = established(4, Duration::from_millis(26));
         assert_eq!(spacing.on_ack(0, first), Reading::Pending);
         // Copy 1 lost: copy 2's answer comes two slots later, copy 3's one
         // slot after it.
@@ -312,10 +312,7 @@ mod tests {
 
     #[test]
     fn a_gap_after_copies_answered_together_is_not_read() {
-        let start = Instant::now();
-        let mut spacing = flight(start);
-        let first = start + Duration::from_millis(40);
-        spacing.on_established(first, Duration::from_millis(40));
+        let (mut spacing, first) = established(3, Duration::from_millis(40));
         // Copies 0 and 1 came together, copy 2 2 ms later: a bottleneck
         // would have spaced them alike, a jittering delay clumps them.
         assert_eq!(spacing.on_ack(1, first), Reading::Pending);
@@ -375,10 +372,7 @@ mod tests {
 
     #[test]
     fn the_last_copy_answered_first_ends_the_wait() {
-        let start = Instant::now();
-        let mut spacing = flight(start);
-        let first = start + Duration::from_millis(26);
-        spacing.on_established(first, Duration::from_millis(26));
+        let (mut spacing, first) = established(3, Duration::from_millis(26));
         assert_eq!(spacing.on_ack(2, first), Reading::None);
         assert_eq!(spacing.hold(first), None);
     }
