@@ -145,14 +145,15 @@ impl Train {
     }
 
     /// Whether the bottleneck spread the train out: its ACKs span at least
-    /// [`DISPERSION`] times the time its packets took to leave. A train
-    /// sent slower than the path drains comes back at the rate it was
-    /// sent: its rate is the sender's, a floor under the path's, not a
-    /// measure of it.
-    pub(super) fn dispersed(&self) -> bool {
+    /// [`DISPERSION`] times the time its packets took to leave, beyond
+    /// `jitter`, the most a path's delay jitter may have stretched them (the
+    /// span of a flight that came back in clumps). A train sent slower than
+    /// the path drains comes back at the rate it was sent: its rate is the
+    /// sender's, a floor under the path's, not a measure of it.
+    pub(super) fn dispersed(&self, jitter: Duration) -> bool {
         let acks = self.last.saturating_duration_since(self.first);
         let sent = self.last_sent.saturating_duration_since(self.first_sent);
-        acks.as_secs_f64() >= sent.as_secs_f64() * DISPERSION
+        acks.saturating_sub(jitter).as_secs_f64() >= sent.as_secs_f64() * DISPERSION
     }
 
     /// The rate of what was acknowledged alone: below the bottleneck's by

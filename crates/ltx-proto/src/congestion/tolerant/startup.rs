@@ -63,7 +63,7 @@ pub(super) const QUEUE_SAMPLES: usize = 8;
 pub(super) struct Startup {
     /// When the current start-up round began: at its first ACK.
     pub(super) round_start: Option<Instant>,
-    train: Option<Train>,
+    pub(super) train: Option<Train>,
     /// The last RTT samples of start-up, a ring.
     recent_rtts: [Duration; QUEUE_SAMPLES],
     /// How many samples `recent_rtts` has taken.
@@ -365,6 +365,14 @@ impl Tolerant {
         if train.clumped() {
             self.startup.held_in_clumps = true;
             self.startup.clumps_span = self.startup.clumps_span.max(train.span());
+            // Pairs read before the clumps showed measured them, not the
+            // path: start-up grows the window on, unless a rate was given
+            // (a hint, a saved path's jump) or a clean train confirms one.
+            // A train shorter than one start-up would trust may owe its gap
+            // to a burst of loss not yet declared.
+            if !self.hinted && train.acks >= TRUSTED_TRAIN_ACKS {
+                self.startup.measured = false;
+            }
         }
         if let Some(acked) = train.acked_rate() {
             self.startup.last_train_rate = Some(acked);
@@ -495,7 +503,7 @@ impl Tolerant {
             .filter(|train| {
                 train.packets == train.acks
                     && !train.clumped()
-                    && train.dispersed()
+                    && train.dispersed(self.startup.clumps_span)
                     && train.span() >= self.startup.clumps_span * JITTER_SPANS
             })
             .map_or(0, |train| train.acks);

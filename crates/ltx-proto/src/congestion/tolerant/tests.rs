@@ -264,6 +264,49 @@ fn a_train_at_the_bottlenecks_spacing_is_not_clumped_and_one_held_in_order_is() 
 }
 
 #[test]
+fn a_rate_read_before_the_train_showed_clumps_is_not_sent_at() {
+    // On a path that holds packets in order behind a delayed one, a
+    // round's first pairs can be read, as steady, before its train shows
+    // the clumps: start-up took that rate (a fifth of the path's) as
+    // measured and capped its window at its product. The clumps void the
+    // measurement; a given rate (a hint) stands, and so does one that a
+    // train too short to trust (13 ACKs at 50 Mbit/s, a gap of 2 ms that
+    // a burst of loss not yet declared may have left) calls clumped.
+    let mut held = vec![0; 8];
+    held.extend([16_000; 10]);
+    held.extend([35_000; 6]);
+    held.extend([53_000; 8]);
+    let short: Vec<u64> = (0..13)
+        .map(|i| i * 240 + if i >= 6 { 2_000 } else { 0 })
+        .collect();
+    assert!(train_at(&short).clumped());
+    for (arrivals, hinted, voided) in [
+        (&held, false, true),
+        (&held, true, false),
+        (&short, false, false),
+    ] {
+        let start = Instant::now();
+        let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+        if hinted {
+            cc.take_known_rate(600_000);
+        } else {
+            cc.max_rate = Some(600_000);
+            cc.startup.settled_rate = Some(600_000);
+            cc.startup.measured = true;
+        }
+        cc.startup.train = Some(train_at(arrivals));
+        cc.close_train();
+        assert!(cc.startup.held_in_clumps);
+        assert_eq!(
+            cc.startup.measured,
+            !voided,
+            "{} ACKs, hinted: {hinted}",
+            arrivals.len()
+        );
+    }
+}
+
+#[test]
 fn a_gap_left_by_a_burst_of_loss_is_not_clumps() {
     // 32 packets at 240 µs (50 Mbit/s), the 10 from the 12th lost: a gap
     // of 11 slots, more than a quarter of the span, and no clumps. Held
@@ -317,9 +360,25 @@ fn a_train_sent_as_slowly_as_it_came_back_is_not_dispersed() {
     let start = Instant::now();
     let mut paced = train_at(&[0, 330_000]);
     paced.last_sent = start + Duration::from_millis(300);
-    assert!(!paced.dispersed());
+    assert!(!paced.dispersed(Duration::ZERO));
     let burst = train_at(&(0..30).map(|i| i * 240).collect::<Vec<_>>());
-    assert!(burst.dispersed());
+    assert!(burst.dispersed(Duration::ZERO));
+}
+
+#[test]
+fn a_train_the_jitter_stretched_is_not_dispersed() {
+    // Sent over 342 ms and acknowledged over 450 ms on a path whose delay
+    // jitter spread a flight over 112 ms: without the jitter, its ACKs
+    // span what its sending did, and its rate (a quarter of the path's)
+    // is the sender's.
+    let start = Instant::now();
+    let mut stretched = train_at(&[0, 450_000]);
+    stretched.last_sent = start + Duration::from_millis(342);
+    assert!(stretched.dispersed(Duration::ZERO));
+    assert!(!stretched.dispersed(Duration::from_millis(112)));
+    let mut spread = train_at(&[0, 450_000]);
+    spread.last_sent = start + Duration::from_millis(200);
+    assert!(spread.dispersed(Duration::from_millis(112)));
 }
 
 /// The window after one second after start-up at 10 MB/s, RTTmin 90 ms,
