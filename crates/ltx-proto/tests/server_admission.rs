@@ -412,12 +412,12 @@ fn a_client_follows_one_retry_and_drops_the_next() {
         client.handle_datagram(later, retry, EcnCodepoint::NotEct);
     }
     assert_eq!(client.stats().retries, 1);
-    assert_eq!(client.stats().packets_dropped, 2);
+    assert_eq!(client.stats().packets_dropped, copies.len() as u64 - 1);
     let first_cookie = RetryPacket::parse(&retries[0]).expect("a retry").cookie;
     let again: Vec<_> = std::iter::from_fn(|| client.poll_transmit(later))
         .map(|t| t.contents)
         .collect();
-    assert_eq!(again.len(), 3);
+    assert_eq!(again.len(), copies.len(), "a flight as long as the first");
     for datagram in &again {
         let initial = InitialDatagram::parse(datagram).expect("an initial");
         assert_eq!(initial.cookie, Some(first_cookie));

@@ -22,9 +22,16 @@ use crate::wire::{Frame, HandshakeFrame, PacketType, Side, TransportParams};
 pub(crate) const MIN_INITIAL: usize = 1200;
 /// Copies of the client's first Initial flight.
 pub(super) const INITIAL_COPIES: u8 = 3;
-/// Each flight after an unanswered one carries [`INITIAL_COPIES`] more, up
-/// to this many times as many.
-const MAX_INITIAL_FLIGHT_GROWTH: u8 = 4;
+/// Copies of each Initial flight after an unanswered one. Loss in bursts
+/// takes back-to-back copies together: where bursts last E packets on
+/// average, a flight of n copies sent into one is lost whole with
+/// probability (1 − 1/E)^n, and each lost flight costs a probe time-out of
+/// a second (no round trip is known yet). A first flight lost whole says
+/// the path may be in such a burst: the next reaches past it (see
+/// docs/design/start-up.md).
+const LATER_INITIAL_COPIES: u8 = 12;
+/// Handshake time-outs that do not double (see [`handshake_backoff`]).
+const UNDOUBLED_HANDSHAKE_TIMEOUTS: u32 = 3;
 /// After how many early packets of the first flight each further copy of
 /// the Initial goes. Loss in bursts takes back-to-back copies together,
 /// and early packets that reach the server before any copy are dropped;
@@ -38,26 +45,25 @@ const INTERLEAVED_AFTER: [usize; 3] = [8, 24, 56];
 /// without an answer. Loss that comes in bursts takes back-to-back copies
 /// together, so a flight that is lost whole says the path is in such a
 /// burst, not that it is congested: the next flight is longer, to reach
-/// past it (at most 12 copies of 1200 bytes, before the server has sent
-/// anything).
+/// past it (12 copies of 1200 bytes, before the server has sent anything).
 pub(super) fn initial_copies(timeouts: u32) -> u8 {
-    let growth = timeouts
-        .saturating_add(1)
-        .min(u32::from(MAX_INITIAL_FLIGHT_GROWTH)) as u8;
-    INITIAL_COPIES * growth
+    if timeouts == 0 {
+        INITIAL_COPIES
+    } else {
+        LATER_INITIAL_COPIES
+    }
 }
 
 /// How many times the probe time-out has doubled after `timeouts` time-outs
-/// of the handshake: not while the client's flights still grow. A flight
-/// lost whole says the path is in a burst of loss (see [`initial_copies`]),
-/// and the next, longer one should follow it by one time-out, not two: on
-/// a path without a round-trip sample a doubled time-out waits two seconds.
-/// Unanswered past that, the handshake backs off as every probe does; a
-/// flight is at most twelve 1200-byte copies, so even a dead server costs
-/// a few kilobytes a second.
+/// of the handshake: not for the first [`UNDOUBLED_HANDSHAKE_TIMEOUTS`]. A
+/// flight lost whole says the path is in a burst of loss (see
+/// [`initial_copies`]), and the next, longer one should follow it by one
+/// time-out, not two: on a path without a round-trip sample a doubled
+/// time-out waits two seconds. Unanswered past those, the handshake backs
+/// off as every probe does; a flight is at most twelve 1200-byte copies,
+/// so even a dead server costs a few kilobytes a second.
 pub(super) fn handshake_backoff(timeouts: u32, max_backoff: u32) -> u32 {
-    let next_grows = initial_copies(timeouts.saturating_add(1)) > initial_copies(timeouts);
-    if next_grows {
+    if timeouts < UNDOUBLED_HANDSHAKE_TIMEOUTS {
         0
     } else {
         timeouts.min(max_backoff)
