@@ -67,6 +67,18 @@ pub trait Controller: Send + std::fmt::Debug {
         let _ = (now, largest_sent, lost_bytes, above_baseline, rtt);
     }
 
+    /// When the controller must be told the time though nothing else
+    /// happens, if ever: a measurement that ends on silence, such as the
+    /// gap that closes a start-up ACK train.
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+
+    /// `now` reached [`deadline`](Controller::deadline).
+    fn on_deadline(&mut self, now: Instant, rtt: &RttEstimator) {
+        let _ = (now, rtt);
+    }
+
     /// The peer reported `newly_ce` new ECN-CE marks on packets up to one
     /// sent at `largest_sent`.
     fn on_ecn_ce(

@@ -498,11 +498,19 @@ impl Connection {
         if self.state == State::Closed {
             return None;
         }
-        let drain = match self.state {
-            State::Draining(until) => Some(until),
-            _ => None,
+        let (drain, controller) = match self.state {
+            State::Draining(until) => (Some(until), None),
+            // A draining connection sends nothing more: the controller's
+            // time no longer matters.
+            _ => (None, self.recovery.controller.deadline()),
         };
-        self.timers.iter().flatten().copied().chain(drain).min()
+        self.timers
+            .iter()
+            .flatten()
+            .copied()
+            .chain(drain)
+            .chain(controller)
+            .min()
     }
 
     /// The driver learned from an ICMP error that the peer's address is
@@ -539,6 +547,19 @@ impl Connection {
         }
         if self.state == State::Closed {
             return;
+        }
+        if self
+            .recovery
+            .controller
+            .deadline()
+            .is_some_and(|deadline| deadline <= now)
+        {
+            self.recovery
+                .controller
+                .on_deadline(now, &self.recovery.rtt);
+            if self.config.trace {
+                self.trace_metrics();
+            }
         }
         for timer in ALL_TIMERS {
             if self.timers[timer as usize].is_none_or(|t| t > now) {

@@ -325,6 +325,11 @@ impl PairDispersion {
         self.median()
     }
 
+    /// Whether the round has samples enough for a median so far.
+    pub(super) fn has_median(&self) -> bool {
+        self.samples.len() >= MIN_PAIR_SAMPLES
+    }
+
     fn median(&self) -> Option<u64> {
         if self.samples.len() < MIN_PAIR_SAMPLES {
             return None;

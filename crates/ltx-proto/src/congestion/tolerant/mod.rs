@@ -280,6 +280,19 @@ impl Controller for Tolerant {
         }
     }
 
+    fn deadline(&self) -> Option<Instant> {
+        if !self.in_startup {
+            return None;
+        }
+        self.train_deadline()
+    }
+
+    fn on_deadline(&mut self, now: Instant, rtt: &RttEstimator) {
+        if self.in_startup {
+            self.end_train(now, rtt);
+        }
+    }
+
     fn on_loss(
         &mut self,
         now: Instant,

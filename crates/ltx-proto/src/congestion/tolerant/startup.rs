@@ -64,6 +64,12 @@ pub(super) struct Startup {
     /// When the current start-up round began: at its first ACK.
     pub(super) round_start: Option<Instant>,
     pub(super) train: Option<Train>,
+    /// How long the current train waits for its next ACK before it ends:
+    /// a quarter of RTTmin, as of its last ACK.
+    train_gap: Duration,
+    /// The ACKs of the last train that ended on its own time (see
+    /// [`Tolerant::clean_train_acks`]), for the end of its round.
+    ended_clean_acks: Option<u64>,
     /// The last RTT samples of start-up, a ring.
     recent_rtts: [Duration; QUEUE_SAMPLES],
     /// How many samples `recent_rtts` has taken.
@@ -129,6 +135,8 @@ impl Startup {
         Startup {
             round_start: None,
             train: None,
+            train_gap: Duration::ZERO,
+            ended_clean_acks: None,
             recent_rtts: [Duration::ZERO; QUEUE_SAMPLES],
             rtt_samples: 0,
             settled_rate: None,
@@ -231,6 +239,7 @@ impl Tolerant {
             }
         }
         let max_gap = rtt.min() / 4;
+        self.startup.train_gap = max_gap;
         if self
             .startup
             .train
@@ -269,6 +278,64 @@ impl Tolerant {
             None => self.startup.train = Some(Train::starting(now, sent, rtt.latest(), 0)),
         }
         self.after_train_ack(now, app_limited, bytes, rtt);
+    }
+
+    /// When the current start-up train ends if no ACK comes first: a gap
+    /// of a quarter of RTTmin after its last ACK.
+    pub(super) fn train_deadline(&self) -> Option<Instant> {
+        let train = self.startup.train.as_ref()?;
+        Some(train.last + self.startup.train_gap)
+    }
+
+    /// The current train's gap has passed with no ACK: the train is over,
+    /// and its rate is taken now rather than at the next ACK, a round trip
+    /// later where a flight's tail was lost. Where a lost flight left the
+    /// window at what its few ACKs grew it to, that round trip holds the
+    /// whole transfer back (`docs/design/start-up.md`).
+    pub(super) fn end_train(&mut self, now: Instant, rtt: &RttEstimator) {
+        if self.train_deadline().is_none_or(|deadline| now < deadline) {
+            return;
+        }
+        let clean_train_acks = self.clean_train_acks();
+        self.startup.ended_clean_acks = Some(clean_train_acks);
+        self.close_train();
+        let paired = self.startup.pairs.has_median();
+        self.trust_clean_train(paired, clean_train_acks, rtt);
+        if let Some(bdp) = self.bdp(rtt) {
+            self.window = self.window.max(bdp);
+        }
+    }
+
+    /// A round without pair samples (a fast path, whose ACKs come too
+    /// close together for four of them) measured the rate by its train
+    /// alone: where the train is long and lost nothing, the same test as
+    /// for pairs says whether to send at it. A train that came back in
+    /// clumps ([`Train::clumped`]) measured the path's jitter, not its
+    /// rate: start-up keeps growing the window rather than send at it.
+    fn trust_clean_train(&mut self, paired: bool, clean_train_acks: u64, rtt: &RttEstimator) {
+        if (!paired || self.startup.held_in_clumps)
+            && clean_train_acks >= TRUSTED_TRAIN_ACKS
+            && self.max_rate.is_some()
+        {
+            self.startup.measured = self.steady(rtt);
+        }
+    }
+
+    /// The ACKs of the current train where it could measure the rate for
+    /// start-up to send at: it lost nothing, came back neither in clumps
+    /// nor at the rate it was sent, and spans the path's jitter several
+    /// times over; otherwise 0.
+    fn clean_train_acks(&self) -> u64 {
+        self.startup
+            .train
+            .as_ref()
+            .filter(|train| {
+                train.packets == train.acks
+                    && !train.clumped()
+                    && train.dispersed(self.startup.clumps_span)
+                    && train.span() >= self.startup.clumps_span * JITTER_SPANS
+            })
+            .map_or(0, |train| train.acks)
     }
 
     /// The rest of an ACK in start-up, once the train has taken it: the
@@ -497,32 +564,13 @@ impl Tolerant {
             None => false,
         };
         let clean_train_acks = self
-            .startup
-            .train
-            .as_ref()
-            .filter(|train| {
-                train.packets == train.acks
-                    && !train.clumped()
-                    && train.dispersed(self.startup.clumps_span)
-                    && train.span() >= self.startup.clumps_span * JITTER_SPANS
-            })
-            .map_or(0, |train| train.acks);
+            .clean_train_acks()
+            .max(self.startup.ended_clean_acks.take().unwrap_or(0));
         self.close_train();
         if self.startup.round_window_limited {
             self.validate_resume(now, rtt);
         }
-        // A round without pair samples (a fast path, whose ACKs come too
-        // close together for four of them) measured the rate by its train
-        // alone: where the train is long and lost nothing, the same test
-        // says whether to send at it. A train that came back in clumps
-        // ([`Train::clumped`]) measured the path's jitter, not its rate:
-        // start-up keeps growing the window rather than send at it.
-        if (!paired || self.startup.held_in_clumps)
-            && clean_train_acks >= TRUSTED_TRAIN_ACKS
-            && self.max_rate.is_some()
-        {
-            self.startup.measured = self.steady(rtt);
-        }
+        self.trust_clean_train(paired, clean_train_acks, rtt);
         self.startup.settled_rate = self.max_rate;
         self.startup.round_pair_rate = None;
         if let Some(bdp) = self.bdp(rtt) {

@@ -218,6 +218,36 @@ fn pair_samples_count_the_slots_of_lost_packets() {
     }
 }
 
+#[test]
+fn a_train_whose_tail_was_lost_gives_its_rate_once_its_gap_has_passed() {
+    // Eight ACKs of a flight sent at once across a 600 ms path whose
+    // bottleneck spaces them 200 µs apart (6 MB/s): too close for pair
+    // samples, and the flight's tail was lost, so no ACK of this flight
+    // ends the train; the next round's first comes a round trip later.
+    let start = Instant::now();
+    let mut cc = Tolerant::new(Arc::new(TolerantConfig::default()), start, MTU);
+    let rtt = rtt_of(600, 600);
+    let first_ack = start + Duration::from_millis(600);
+    let mut last = first_ack;
+    for i in 0..8u32 {
+        last = first_ack + Duration::from_micros(200) * i;
+        cc.on_ack(last, start, 1200, false, &rtt);
+    }
+    let before = cc.window();
+    let deadline = cc.deadline().expect("a train is open");
+    assert_eq!(deadline, last + Duration::from_millis(150));
+    cc.on_deadline(deadline - Duration::from_millis(1), &rtt);
+    assert_eq!(cc.window(), before, "the train ended before its gap");
+    cc.on_deadline(deadline, &rtt);
+    let product = 6_000_000 * 6 / 10;
+    assert!(
+        cc.window() >= product * 9 / 10,
+        "window {} against the path's product {product}",
+        cc.window()
+    );
+    assert_eq!(cc.deadline(), None);
+}
+
 /// A train of ACKs arriving at the offsets `at_us` (microseconds from the
 /// first), every packet sent back to back at the start.
 fn train_at(at_us: &[u64]) -> bottleneck_rate::Train {
