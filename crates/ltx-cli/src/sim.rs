@@ -86,6 +86,11 @@ pub(crate) struct RunArgs {
     /// of measuring them (`ltx send` does so with the path it saved).
     #[arg(long)]
     resume: bool,
+    /// With --resume, the bottleneck rate the earlier connection saved, when
+    /// the path has changed since (e.g. 10mbit on a 50mbit path that got
+    /// faster) [default: the path's rate].
+    #[arg(long, requires = "resume", value_parser = parse_rate)]
+    saved_rate: Option<u64>,
     /// Send the first bytes in the first flight, as 0-RTT early data (as
     /// `ltx send` does): both ends are secured, and T* becomes T*₀, a
     /// one-way delay and the bytes at the erasure capacity.
@@ -203,7 +208,7 @@ fn run_one(args: &RunArgs) -> anyhow::Result<()> {
     }
     if args.resume {
         let saved = SavedPath {
-            rate: (args.rate / 8).max(1),
+            rate: (args.saved_rate.unwrap_or(args.rate) / 8).max(1),
             min_rtt: args.rtt,
         };
         scenario.transport.set_saved_path(Some(saved));

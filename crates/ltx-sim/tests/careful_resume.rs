@@ -3,7 +3,8 @@
 //! one measured starts at half its rate and finishes sooner; one given a
 //! rate five times what the path has overflows the bottleneck's queue for
 //! no more than a round trip; one whose saved round trip no longer matches,
-//! or that has no saved path at all, starts as a first contact; and one
+//! or that has no saved path at all, starts as a first contact; one given
+//! a rate below the path's finishes no later than a first contact; and one
 //! that joins three running flows with the rate it saw alone takes no more
 //! than its share.
 //!
@@ -141,6 +142,40 @@ fn a_saved_rate_the_path_no_longer_has_costs_little() {
             fresh_result.flows[0].overhead
         );
     }
+}
+
+#[test]
+fn a_saved_rate_below_the_paths_costs_no_more_than_a_first_contact() {
+    // A path that got faster since it was saved. The jump is paced at half
+    // the saved rate, so its ACK train shows no more than that: careful
+    // resume sent the first round trip at half the saved rate and the
+    // second at the saved rate, and took 1.16-1.41 times a first contact's
+    // time from a saved rate of a quarter or a half of the path's. The
+    // jump now leads with the initial window at once, whose pairs read the
+    // path's rate as a first contact's first flight does, and a path that
+    // shows the saved rate or more ends resume there.
+    let mut over = Vec::new();
+    for (loss, seed) in [(0.0, 1u64), (0.05, 2)] {
+        let (fresh, _) = completion(&long_delay(loss, seed, None));
+        for factor in [0.1, 0.25, 0.5] {
+            let (resumed, _) = completion(&long_delay(loss, seed, Some(saved(factor))));
+            eprintln!(
+                "loss {loss} seed {seed}: first contact {fresh:.3} s, saved {factor}x {resumed:.3} s, \
+                 {:.2}x",
+                resumed / fresh
+            );
+            if resumed > fresh * 1.05 {
+                over.push(format!(
+                    "loss {loss}, seed {seed}, saved {factor}x: {resumed:.3} s against {fresh:.3} s"
+                ));
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "slower than a first contact:\n{}",
+        over.join("\n")
+    );
 }
 
 /// The runs of the rate-fell-five-times scenarios: clean, and at 5 %

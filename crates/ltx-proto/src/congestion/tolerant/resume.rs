@@ -3,16 +3,18 @@
 //! The phases follow the IETF's careful-resume design, with one
 //! difference: the *unvalidated* jump to half the saved rate is taken at
 //! once (start-up takes it as a measured rate, so the first flight, early
-//! data included, is half the saved bandwidth-delay product, paced over a
-//! round trip), and *reconnaissance* runs beside it: if the handshake's
-//! round trip does not match the saved one, the controller retreats to
-//! its initial window at that first sample. The jump's own acknowledgements
-//! *validate* it (a train of them that outlasts the jitter of its RTT
-//! samples shows at least 80 % of the jump's rate) and
-//! it steps up to the saved rate, validated in its turn; or the controller
-//! *retreats* to the rate the path did show. A congestion exit
-//! from start-up while the jump is unvalidated retreats too. Where ltx
-//! differs from the draft, and why, is in `docs/design/start-up.md`.
+//! data included, is half the saved bandwidth-delay product: the initial
+//! window at once, whose pairs read the bottleneck as a first contact's
+//! do, and the rest paced over a round trip), and *reconnaissance* runs
+//! beside it: if the handshake's round trip does not match the saved one,
+//! the controller retreats to its initial window at that first sample.
+//! The jump's own acknowledgements *validate* it (a train of them that
+//! outlasts the jitter of its RTT samples shows at least 80 % of the
+//! jump's rate) and it steps up to the saved rate, validated in its turn
+//! (unless the path has shown that rate already, which ends resume); or
+//! the controller *retreats* to the rate the path did show. A congestion
+//! exit from start-up while the jump is unvalidated retreats too. Where
+//! ltx differs from the draft, and why, is in `docs/design/start-up.md`.
 
 use std::time::Instant;
 
@@ -52,7 +54,9 @@ pub(super) enum Resume {
 
 impl Tolerant {
     /// Takes a saved path, in start-up and without a rate hint: the jump
-    /// to half its rate, half its bandwidth-delay product in flight, paced.
+    /// to half its rate, half its bandwidth-delay product in flight, paced
+    /// after a burst of the initial window. Paced packets come back at the
+    /// pace; the burst's pairs show whether the path got faster.
     pub(super) fn take_saved_path(&mut self, saved: SavedPath) {
         if !self.in_startup || self.hinted || saved.rate == 0 || saved.min_rtt.is_zero() {
             return;
@@ -61,6 +65,7 @@ impl Tolerant {
         self.take_known_rate(jump);
         let product = u128::from(jump) * saved.min_rtt.as_nanos() / 1_000_000_000;
         self.window = self.window.max(u64::try_from(product).unwrap_or(u64::MAX));
+        self.startup.burst_left = self.config.initial_window_packets;
         self.resume = Resume::Reconnaissance(saved);
     }
 
@@ -108,7 +113,12 @@ impl Tolerant {
             // The path carries the jump: the half-rate jump steps up to the
             // saved rate, confirmed in its turn; the rate is sent at from
             // here, with a probe burst per round whose pairs show more.
-            let rate = if jump < saved {
+            // Where the path has shown the saved rate already (the pairs of
+            // the first flight's burst, as a first contact reads them), it
+            // is no slower than when it was saved: resume is over, and
+            // start-up goes on from the fastest rate it showed.
+            let known = self.max_rate.unwrap_or(0).max(shown);
+            let rate = if known < saved {
                 self.resume = Resume::Unvalidated {
                     jump: saved,
                     saved,
@@ -117,7 +127,7 @@ impl Tolerant {
                 saved
             } else {
                 self.resume = Resume::Off;
-                shown.max(jump)
+                known
             };
             self.startup.take_rate_hint(rate);
             self.startup.measured = true;

@@ -690,3 +690,26 @@ fn a_queue_of_the_flows_own_excess_is_not_drained_twice() {
         "window {others}"
     );
 }
+
+#[test]
+fn a_resumed_jump_leads_with_the_initial_window_at_once() {
+    // The jump is paced at half the saved rate, so its ACKs show no more
+    // than that; its first flight's burst is the initial window, sent at
+    // once as a first contact's is, whose pairs read the bottleneck where
+    // the path got faster than it was saved.
+    let start = Instant::now();
+    let config = TolerantConfig::default();
+    let burst = config.initial_window_packets;
+    let mut cc = Tolerant::new(Arc::new(config), start, MTU);
+    let saved = SavedPath {
+        rate: 2_000_000,
+        min_rtt: Duration::from_millis(100),
+    };
+    cc.on_saved_path(start, saved);
+    let rtt = rtt_of(100, 100);
+    for sent in 0..burst {
+        assert_eq!(cc.pacing_rate(&rtt), Some(u64::MAX), "datagram {sent}");
+        cc.on_sent(start, 1200, (sent + 1) * 1200);
+    }
+    assert_eq!(cc.pacing_rate(&rtt), Some(1_000_000));
+}
