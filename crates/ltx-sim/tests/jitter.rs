@@ -227,6 +227,43 @@ fn a_resumed_jump_is_judged_by_a_train_longer_than_the_jitter() {
 }
 
 #[test]
+fn on_short_paths_the_median_seed_pays_at_most_five_percent_for_jitter() {
+    // A single seed's cost is partly luck: the jitter moves every packet,
+    // so a lossy path draws its losses on other packets, and start-up's
+    // first flights, shorter than the jitter, read the rate early or late.
+    // Over twenty seeds the median cost per cell is what the jitter costs:
+    // 1.02-1.04, where single seeds range 0.94-1.12.
+    let mut over = Vec::new();
+    for path in SHORT {
+        for (loss, burst) in [(0.0, 1.0), (0.05, 1.0), (0.1, 5.0)] {
+            let mut costs: Vec<f64> = (1..=20)
+                .map(|seed| {
+                    completion(path, loss, burst, seed, 0.1)
+                        / completion(path, loss, burst, seed, 0.0)
+                })
+                .collect();
+            costs.sort_by(f64::total_cmp);
+            let median = (costs[9] + costs[10]) / 2.0;
+            eprintln!(
+                "{} ms, loss {loss} in bursts of {burst}, seeds 1-20: median {median:.3}x, \
+                 {:.3}-{:.3}x, {} over 1.05",
+                path.rtt.as_millis(),
+                costs[0],
+                costs[19],
+                costs.iter().filter(|&&cost| cost > 1.05).count()
+            );
+            if median > 1.05 {
+                over.push(format!(
+                    "{} ms, loss {loss} in bursts of {burst}: median {median:.3}x (seeds 1-20)",
+                    path.rtt.as_millis()
+                ));
+            }
+        }
+    }
+    assert!(over.is_empty(), "over 5 %:\n{}", over.join("\n"));
+}
+
+#[test]
 #[ignore = "fails: jitter of a tenth of the round trip costs 0.97-1.09x on the 20 and 40 ms \
             paths and 1.12-1.63x on the 600 ms path (10 MB, 0-10 % loss, seeds 1-3): a \
             flight held in clumps shows no rate start-up can jump to, so on the long path it \
