@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use bytes::{Buf, Bytes};
+
 use ltx_proto::{
     CloseReason, Connection, EcnCodepoint, Event, ReadOutcome, StreamError, TransportConfig,
 };
@@ -237,6 +239,81 @@ fn a_full_send_buffer_takes_part_and_signals_room() {
     pair.flush();
     assert!(pair.client_events.contains(&Event::StreamWritable(id)));
     assert!(pair.client.write(id, &[7u8; 5_000]).unwrap() > 0);
+}
+
+/// Chunks handed over whole and bytes written from slices, mixed on one
+/// stream and taken in parts by a small send buffer, arrive in the order
+/// written.
+#[test]
+fn chunks_and_copied_writes_arrive_in_the_order_written() {
+    let config = {
+        let mut config = TransportConfig::default();
+        config.set_send_buffer(10_000);
+        config
+    };
+    let mut pair = Pair::new(config, TransportConfig::default());
+    pair.connect();
+    let id = pair.client.open_stream().unwrap();
+    let payload: Vec<u8> = (0..100_000u32).map(|i| (i % 249) as u8).collect();
+    // Alternately a chunk and a copied slice, of lengths that straddle
+    // packets and the send buffer.
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    for (i, len) in [1, 7_000, 1_399, 25_000, 3, 1_400, 40_000, 12_345]
+        .iter()
+        .cycle()
+        .enumerate()
+    {
+        if at == payload.len() {
+            break;
+        }
+        let end = (at + len).min(payload.len());
+        pieces.push((i % 2 == 0, at..end));
+        at = end;
+    }
+    let mut got = Vec::new();
+    let mut finished = false;
+    let mut next = pieces.into_iter();
+    let mut current: Option<(bool, Bytes)> = None;
+    pair.run_until(Duration::from_secs(10), |pair| {
+        loop {
+            if current.is_none() {
+                current = next
+                    .next()
+                    .map(|(chunk, range)| (chunk, Bytes::copy_from_slice(&payload[range])));
+            }
+            let Some((chunk, bytes)) = current.as_mut() else {
+                if !finished {
+                    pair.client.finish(id).unwrap();
+                    finished = true;
+                }
+                break;
+            };
+            if *chunk {
+                pair.client.write_chunk(id, bytes).unwrap();
+            } else {
+                let n = pair.client.write(id, bytes).unwrap();
+                bytes.advance(n);
+            }
+            if !bytes.is_empty() {
+                // The send buffer is full: the rest goes when it has room.
+                break;
+            }
+            current = None;
+        }
+        if !pair.server_events.contains(&Event::StreamOpened(id)) {
+            return false;
+        }
+        let (data, fin) = read_all(&mut pair.server, id);
+        got.extend(data);
+        fin
+    });
+    assert!(
+        got == payload,
+        "{} of {} bytes, or out of order",
+        got.len(),
+        payload.len()
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
+use bytes::Bytes;
 use ltx_proto::protection::PublicKey;
 use ltx_proto::{CloseReason, ConnectionStats, ReadOutcome, StreamError, StreamId};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -314,6 +315,29 @@ impl SendStream {
     /// The stream's id.
     pub fn id(&self) -> StreamId {
         self.id
+    }
+
+    /// Writes all of `chunk` without copying it into the send buffer: the
+    /// bytes are copied once, into the packets. Returns when the stream has
+    /// taken the last byte (the send buffer had room), as `write_all` does.
+    pub async fn write_chunk(&mut self, mut chunk: Bytes) -> io::Result<()> {
+        let id = self.id;
+        poll_fn(|cx| {
+            self.connection.with(|slot| loop {
+                if chunk.is_empty() {
+                    return Poll::Ready(Ok(()));
+                }
+                match slot.proto.write_chunk(id, &mut chunk) {
+                    Ok(0) => {
+                        register(&mut slot.wakers.write, id, cx.waker());
+                        return Poll::Pending;
+                    }
+                    Ok(_) => {}
+                    Err(e) => return Poll::Ready(Err(stream_io_error(e, slot))),
+                }
+            })
+        })
+        .await
     }
 
     /// Ends the stream: the peer reads its end after the last byte written.

@@ -31,6 +31,7 @@ pub mod shim;
 mod socket;
 mod totals;
 
+pub use bytes::Bytes;
 pub use config::{generate_keypair, EndpointConfig, Security};
 pub use connection::{Connection, RecvStream, SendStream};
 pub use endpoint::{Endpoint, RefusedHandshake};

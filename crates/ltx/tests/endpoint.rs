@@ -138,6 +138,38 @@ async fn a_large_transfer_arrives_whole_and_the_stats_account_for_it() {
     .expect("within the bound");
 }
 
+/// Chunks larger than the send buffer, smaller ones and copied writes
+/// between them arrive whole and in order.
+#[tokio::test]
+async fn chunks_written_without_a_copy_arrive_whole() {
+    timeout(BOUND, async {
+        let (_server, _client, server_conn, client_conn) = pair().await;
+        let data = ltx::Bytes::from(pattern(11, 12 << 20));
+        let (mut send, _recv) = client_conn.open_stream().expect("open");
+        let expected = data.clone();
+        let reader = tokio::spawn(async move {
+            let (_send, mut recv) = server_conn.accept_stream().await.expect("accept");
+            let mut got = Vec::new();
+            recv.read_to_end(&mut got).await.expect("read");
+            assert!(got == expected, "{} bytes, or they differ", got.len());
+        });
+        let (first, rest) = (data.slice(..9 << 20), data.slice(9 << 20..));
+        send.write_chunk(first)
+            .await
+            .expect("a chunk past the buffer");
+        send.write_all(&rest[..1000]).await.expect("a copied write");
+        for piece in rest.slice(1000..).chunks(100_003) {
+            send.write_chunk(rest.slice_ref(piece))
+                .await
+                .expect("a chunk");
+        }
+        send.shutdown().await.expect("finish");
+        reader.await.expect("the reader");
+    })
+    .await
+    .expect("within the bound");
+}
+
 #[tokio::test]
 async fn garbage_sent_at_an_endpoint_is_counted_and_ignored() {
     timeout(BOUND, async {

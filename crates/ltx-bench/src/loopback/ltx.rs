@@ -105,7 +105,7 @@ async fn send(
     let start = Mark::now()?;
     let (mut stream, _recv) = connection.open_stream()?;
     for chunk in transfer.pattern.chunks(transfer.bytes) {
-        stream.write_all(&chunk).await?;
+        stream.write_chunk(chunk).await?;
     }
     stream.shutdown().await?;
     // A graceful close returns once the receiver has decoded everything.

@@ -16,6 +16,7 @@ mod recovery;
 mod repair;
 mod secure;
 mod send;
+mod send_buffer;
 mod sent;
 mod spare_buffer;
 mod stats;
@@ -25,6 +26,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -439,6 +441,17 @@ impl Connection {
             return Err(StreamError::NotConnected);
         }
         self.streams.write(id, data)
+    }
+
+    /// Queues a chunk on a stream without copying it: takes what fits from
+    /// the front of `chunk` and returns how many bytes that was (as
+    /// [`write`](Self::write) does). The bytes are copied once, into the
+    /// packet; `write` copies them into the send buffer first.
+    pub fn write_chunk(&mut self, id: StreamId, chunk: &mut Bytes) -> Result<usize, StreamError> {
+        if !self.streams_usable() {
+            return Err(StreamError::NotConnected);
+        }
+        self.streams.write_chunk(id, chunk)
     }
 
     /// Ends a stream: the peer reads to the end, then `Finished`.

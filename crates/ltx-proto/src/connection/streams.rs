@@ -10,7 +10,10 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use super::reassembly::Reassembly;
+use super::send_buffer::SendBuffer;
 use super::spare_buffer::SpareBuffer;
 use crate::event::{codes, Event, TraceEvent};
 use crate::wire::{Frame, Side, StreamFrame, StreamId};
@@ -91,7 +94,7 @@ const KEEP_SEND_CAPACITY: usize = 4096;
 #[derive(Debug)]
 struct SendStream {
     /// Bytes written by the application and not yet put in a symbol.
-    pending: VecDeque<u8>,
+    pending: SendBuffer,
     /// Offset of the first pending byte.
     offset: u64,
     /// The peer's limit on this stream's offsets.
@@ -182,7 +185,7 @@ impl Streams {
     /// Bytes the streams' buffers hold: unsent bytes and unread chunks,
     /// and the drained buffers kept for the next ones, by capacity.
     pub(crate) fn buffered_bytes(&self) -> usize {
-        let send: usize = self.send.values().map(|s| s.pending.capacity()).sum();
+        let send: usize = self.send.values().map(|s| s.pending.footprint()).sum();
         let recv: usize = self.recv.values().map(|r| r.data.capacity()).sum();
         send + recv + self.spare_send.capacity() + self.spare_recv.capacity()
     }
@@ -272,7 +275,7 @@ impl Streams {
 
     fn new_send(&self) -> SendStream {
         SendStream {
-            pending: VecDeque::new(),
+            pending: SendBuffer::default(),
             offset: 0,
             max_data: self.peer_stream_window,
             state: SendState::Open,
@@ -307,6 +310,34 @@ impl Streams {
     }
 
     pub(crate) fn write(&mut self, id: StreamId, data: &[u8]) -> Result<usize, StreamError> {
+        let n = self.writable(id, data.len())?;
+        if n > 0 {
+            let stream = self.send.get_mut(&id).expect("checked by writable");
+            stream
+                .pending
+                .extend_from_slice(&data[..n], &mut self.spare_send);
+        }
+        Ok(n)
+    }
+
+    /// Like [`write`](Self::write), without copying: takes what fits from
+    /// the front of `chunk`.
+    pub(crate) fn write_chunk(
+        &mut self,
+        id: StreamId,
+        chunk: &mut Bytes,
+    ) -> Result<usize, StreamError> {
+        let n = self.writable(id, chunk.len())?;
+        if n > 0 {
+            let stream = self.send.get_mut(&id).expect("checked by writable");
+            stream.pending.push_chunk(chunk.split_to(n));
+        }
+        Ok(n)
+    }
+
+    /// How many of `offered` bytes stream `id` takes now, with the stream
+    /// made ready to send (and its burst begun) if it takes any.
+    fn writable(&mut self, id: StreamId, offered: usize) -> Result<usize, StreamError> {
         let stream = self
             .send
             .get_mut(&id)
@@ -318,18 +349,13 @@ impl Streams {
             return Err(StreamError::ClosedForWriting(id));
         }
         let room = self.send_buffer.saturating_sub(stream.pending.len() as u64);
-        let n = (room.min(data.len() as u64)) as usize;
-        if n < data.len() {
+        let n = (room.min(offered as u64)) as usize;
+        if n < offered {
             stream.want_writable = true;
         }
-        if n > 0 {
-            let was_empty = stream.pending.is_empty();
-            if was_empty {
-                stream.burst_start = stream.offset;
-                self.spare_send.lend(&mut stream.pending);
-            }
-            stream.pending.extend(&data[..n]);
-            if was_empty && !self.ready.contains(&id) {
+        if n > 0 && stream.pending.is_empty() {
+            stream.burst_start = stream.offset;
+            if !self.ready.contains(&id) {
                 self.ready.push_back(id);
             }
         }
@@ -362,7 +388,7 @@ impl Streams {
         ) {
             return Ok(());
         }
-        stream.pending = VecDeque::new();
+        stream.pending.clear();
         stream.state = SendState::ResetPending(code);
         if !self.ready.contains(&id) {
             self.ready.push_back(id);
@@ -582,20 +608,12 @@ impl Streams {
         if room < header && len_field.is_some() {
             return false;
         }
-        // The bytes are copied once, from the buffer's one or two slices
-        // straight into the symbol: making the buffer contiguous first
-        // would move all of it whenever it wraps.
+        // The bytes are copied once, from the buffer straight into the
+        // symbol.
         StreamFrame::emit_header(id, stream.offset, fin, len_field, out);
-        let (front, back) = stream.pending.as_slices();
-        let from_front = len.min(front.len());
-        out.extend_from_slice(&front[..from_front]);
-        out.extend_from_slice(&back[..len - from_front]);
-        stream.pending.drain(..len);
-        if stream.pending.is_empty() && stream.pending.capacity() > KEEP_SEND_CAPACITY {
-            // Drained: the burst's buffer goes to the connection's spare
-            // rather than stay with the stream for its life.
-            self.spare_send.keep(std::mem::take(&mut stream.pending));
-        }
+        stream
+            .pending
+            .move_front(len, out, &mut self.spare_send, KEEP_SEND_CAPACITY);
         if trace && len > 0 {
             events.push_back(Event::Trace(TraceEvent::StreamDataSent {
                 id,
