@@ -1,9 +1,9 @@
 //! A stream's bytes not yet put in a symbol. Chunks the application hands
 //! over whole ([`Connection::write_chunk`](super::Connection::write_chunk))
 //! are held as they are, without a copy, and copied once, into the packet;
-//! bytes written from a slice are copied into a ring first. At gigabits the
-//! copy into the ring is as costly as the one out of it (measured in
-//! `docs/results.md`, "Loopback").
+//! bytes written from a slice are copied into a ring first. At gigabits
+//! that first copy shows in a profile of the sender (`docs/results.md`,
+//! "Loopback").
 
 use std::collections::VecDeque;
 
