@@ -405,7 +405,9 @@ impl<P: LinkPacket> Link<P> {
         }
 
         let mut at = end + self.config.delay;
-        if let Some(jitter) = self.config.jitter {
+        // A jitter of zero draws nothing, so that its runs lose the same
+        // packets as runs without jitter.
+        if let Some(jitter) = self.config.jitter.filter(|j| !j.max.is_zero()) {
             let extra = self.rng.random_range(0..=jitter.max.as_nanos() as u64);
             at += Duration::from_nanos(extra);
             if !jitter.reorder {

@@ -350,6 +350,37 @@ fn jitter_reorders_only_when_allowed() {
     );
 }
 
+/// A jitter of zero is no jitter: the same packets are lost and each
+/// arrives when it would without it.
+#[test]
+fn a_jitter_of_zero_changes_nothing() {
+    let epoch = Instant::now();
+    let schedule = |jitter: Option<Jitter>| {
+        let config = LinkConfig {
+            delay: Duration::from_millis(20),
+            loss: LossModel::Bernoulli { p: 0.2 },
+            jitter,
+            ..LinkConfig::default()
+        };
+        let mut link = Link::new(config, epoch, 5).unwrap();
+        (0..2000u64)
+            .map(|i| {
+                match link.enqueue(epoch + Duration::from_micros(50 * i), packet(64, Ecn::NotEct)) {
+                    Admission::Scheduled { at, .. } => Some(at),
+                    Admission::Dropped(_) => None,
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let zero = Jitter {
+        max: Duration::ZERO,
+        reorder: false,
+    };
+    let without = schedule(None);
+    assert!(without.iter().any(Option::is_none), "the loss drops some");
+    assert_eq!(schedule(Some(zero)), without);
+}
+
 #[test]
 fn duplication_and_corruption_happen_at_their_rates() {
     let epoch = Instant::now();
