@@ -365,7 +365,10 @@ fn a_jitter_of_zero_changes_nothing() {
         let mut link = Link::new(config, epoch, 5).unwrap();
         (0..2000u64)
             .map(|i| {
-                match link.enqueue(epoch + Duration::from_micros(50 * i), packet(64, Ecn::NotEct)) {
+                match link.enqueue(
+                    epoch + Duration::from_micros(50 * i),
+                    packet(64, Ecn::NotEct),
+                ) {
                     Admission::Scheduled { at, .. } => Some(at),
                     Admission::Dropped(_) => None,
                 }

@@ -224,15 +224,18 @@ fn recycled_packet_buffers_carry_every_byte_as_sent() {
     assert_eq!(got[2], payload_short);
 }
 
-#[test]
-fn a_full_send_buffer_takes_part_and_signals_room() {
-    let config = {
-        let mut config = TransportConfig::default();
-        config.set_send_buffer(10_000);
-        config
-    };
+/// A connected pair whose client holds at most `bytes` unsent per stream.
+fn connected_with_send_buffer(bytes: u64) -> Pair {
+    let mut config = TransportConfig::default();
+    config.set_send_buffer(bytes);
     let mut pair = Pair::new(config, TransportConfig::default());
     pair.connect();
+    pair
+}
+
+#[test]
+fn a_full_send_buffer_takes_part_and_signals_room() {
+    let mut pair = connected_with_send_buffer(10_000);
     let id = pair.client.open_stream().unwrap();
     assert_eq!(pair.client.write(id, &[7u8; 25_000]), Ok(10_000));
     assert_eq!(pair.client.write(id, &[7u8; 1]), Ok(0));
@@ -246,13 +249,7 @@ fn a_full_send_buffer_takes_part_and_signals_room() {
 /// written.
 #[test]
 fn chunks_and_copied_writes_arrive_in_the_order_written() {
-    let config = {
-        let mut config = TransportConfig::default();
-        config.set_send_buffer(10_000);
-        config
-    };
-    let mut pair = Pair::new(config, TransportConfig::default());
-    pair.connect();
+    let mut pair = connected_with_send_buffer(10_000);
     let id = pair.client.open_stream().unwrap();
     let payload: Vec<u8> = (0..100_000u32).map(|i| (i % 249) as u8).collect();
     // Alternately a chunk and a copied slice, of lengths that straddle

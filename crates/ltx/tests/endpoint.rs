@@ -6,8 +6,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use ltx::{CloseReason, ConnectError, Connection, Endpoint, EndpointConfig, TransportConfig};
+use ltx::{
+    CloseReason, ConnectError, Connection, ConnectionStats, Endpoint, EndpointConfig,
+    TransportConfig,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::task::JoinHandle;
 use tokio::time::timeout;
 
 const BOUND: Duration = Duration::from_secs(60);
@@ -110,23 +114,28 @@ async fn an_empty_stream_reads_as_an_immediate_end() {
     .expect("within the bound");
 }
 
+/// Reads the first stream the peer opens on `connection` to its end, in a
+/// task of its own; gives the bytes and the connection's statistics then.
+fn read_first_stream(connection: Connection) -> JoinHandle<(Vec<u8>, ConnectionStats)> {
+    tokio::spawn(async move {
+        let (_send, mut recv) = connection.accept_stream().await.expect("accept");
+        let mut got = Vec::new();
+        recv.read_to_end(&mut got).await.expect("read");
+        (got, connection.stats())
+    })
+}
+
 #[tokio::test]
 async fn a_large_transfer_arrives_whole_and_the_stats_account_for_it() {
     timeout(BOUND, async {
         let (_server, _client, server_conn, client_conn) = pair().await;
         let data = pattern(7, 32 << 20);
         let (mut send, _recv) = client_conn.open_stream().expect("open");
-        let expected = data.clone();
-        let reader = tokio::spawn(async move {
-            let (_send, mut recv) = server_conn.accept_stream().await.expect("accept");
-            let mut got = Vec::new();
-            recv.read_to_end(&mut got).await.expect("read");
-            assert!(got == expected, "the bytes differ");
-            server_conn.stats()
-        });
+        let reader = read_first_stream(server_conn);
         send.write_all(&data).await.expect("write");
         send.shutdown().await.expect("finish");
-        let received = reader.await.expect("the reader");
+        let (got, received) = reader.await.expect("the reader");
+        assert!(got == data, "the bytes differ");
         let sent = client_conn.stats();
         assert_eq!(received.stream_bytes_read, 32 << 20);
         assert!(sent.bytes_sent >= 32 << 20, "{sent:?}");
@@ -146,13 +155,7 @@ async fn chunks_written_without_a_copy_arrive_whole() {
         let (_server, _client, server_conn, client_conn) = pair().await;
         let data = ltx::Bytes::from(pattern(11, 12 << 20));
         let (mut send, _recv) = client_conn.open_stream().expect("open");
-        let expected = data.clone();
-        let reader = tokio::spawn(async move {
-            let (_send, mut recv) = server_conn.accept_stream().await.expect("accept");
-            let mut got = Vec::new();
-            recv.read_to_end(&mut got).await.expect("read");
-            assert!(got == expected, "{} bytes, or they differ", got.len());
-        });
+        let reader = read_first_stream(server_conn);
         let (first, rest) = (data.slice(..9 << 20), data.slice(9 << 20..));
         send.write_chunk(first)
             .await
@@ -164,7 +167,8 @@ async fn chunks_written_without_a_copy_arrive_whole() {
                 .expect("a chunk");
         }
         send.shutdown().await.expect("finish");
-        reader.await.expect("the reader");
+        let (got, _) = reader.await.expect("the reader");
+        assert!(got == data, "{} bytes, or they differ", got.len());
     })
     .await
     .expect("within the bound");
