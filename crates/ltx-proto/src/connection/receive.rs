@@ -13,6 +13,9 @@ use crate::config::DECODER_HISTORY;
 use crate::event::{codes, Event, TraceEvent};
 use crate::wire::{DecoderState, Frames, RepairFrame, SourceFrame};
 
+/// Decoded symbols the receiver forgets at once (a page of the decoder's).
+const FORGET_BATCH: u64 = 32;
+
 /// The receiving side of the coding: the decoder (created at the
 /// handshake) and what the peer's repairs say of its sending.
 #[derive(Default)]
@@ -192,9 +195,14 @@ impl Receiver {
                 break;
             }
         }
+        // Forgotten a batch at a time: each call walks the decoder's pending
+        // equations, so one per symbol delivered would cost that walk per
+        // packet. At most `DECODER_HISTORY` symbols stay behind the first
+        // unknown one, and at least that less a batch.
         let first_unknown = decoder.next_missing();
-        let keep_from = SymbolId(first_unknown.0.saturating_sub(u64::from(DECODER_HISTORY)));
-        if keep_from > decoder.base() {
+        let keep_from =
+            SymbolId((first_unknown.0 + FORGET_BATCH).saturating_sub(u64::from(DECODER_HISTORY)));
+        if keep_from.0 >= decoder.base().0 + FORGET_BATCH {
             decoder.consume(keep_from);
         }
         result
@@ -336,4 +344,69 @@ fn announced_end(decoder: &mut Decoder, max_window: u16) -> SymbolId {
 /// against and this end expands them against.
 pub(super) fn decoder_end(decoder: &mut Decoder) -> SymbolId {
     decoder.end().max(decoder.next_missing())
+}
+
+#[cfg(test)]
+mod tests {
+    use ltx_coding::codec::DecoderConfig;
+
+    use super::*;
+    use crate::connection::streams::StreamLimits;
+    use crate::wire::Side;
+
+    /// In-order symbols, each delivered as it comes: the decoder keeps at
+    /// most `DECODER_HISTORY` decoded symbols behind its first unknown one
+    /// and at least that less a batch, and forgets a batch at a time.
+    #[test]
+    fn decoded_history_is_forgotten_a_batch_at_a_time() {
+        let symbol_size = 64;
+        let mut receiver = Receiver {
+            decoder: Some(
+                Decoder::new(DecoderConfig {
+                    symbol_size,
+                    max_window: 1024 + DECODER_HISTORY,
+                    code: Code::default(),
+                })
+                .expect("a valid decoder"),
+            ),
+            ..Receiver::default()
+        };
+        let limits = StreamLimits {
+            receive_window: 1 << 20,
+            stream_receive_window: 1 << 20,
+            send_buffer: 1 << 20,
+            max_streams: 4,
+        };
+        let mut streams = Streams::new(Side::Server, limits);
+        let (mut events, mut stats) = (VecDeque::new(), ConnectionStats::default());
+        let history = u64::from(DECODER_HISTORY);
+        let mut bases = Vec::new();
+        for i in 0..history + 10 * FORGET_BATCH + 7 {
+            let decoder = receiver.decoder.as_mut().expect("a decoder");
+            // All zeros: padding frames, which the streams ignore.
+            decoder
+                .receive_source(SymbolId(i), &vec![0; symbol_size])
+                .expect("in order, in the window");
+            receiver
+                .deliver(
+                    Some(SymbolId(i)),
+                    &mut streams,
+                    &mut events,
+                    &mut stats,
+                    false,
+                )
+                .expect("padding is no violation");
+            let base = receiver.decoder.as_ref().expect("a decoder").base().0;
+            let behind = i + 1 - base;
+            assert!(behind <= history, "{behind} symbols kept behind at {i}");
+            if i + 1 >= history {
+                assert!(behind >= history - FORGET_BATCH, "{behind} kept at {i}");
+            }
+            if bases.last() != Some(&base) {
+                bases.push(base);
+            }
+        }
+        let expected: Vec<u64> = (0..=11).map(|k| k * FORGET_BATCH).collect();
+        assert_eq!(bases, expected);
+    }
 }
